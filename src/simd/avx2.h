@@ -1,0 +1,91 @@
+/* Vector layer for AVX2 + FMA: 8 float lanes in a __m256.
+ *
+ * The kernel templates (dot/dot_impl.h, exp/exp_impl.h, softmax/softmax_impl.h) are
+ * written once against this small set of operations; simd/avx512.h and simd/neon.h give
+ * the same names for 16 and 4 lanes. Conventions every layer keeps:
+ *   vf_max(c, x), vf_min(c, x)   return x when x is NaN (NaN in the second operand wins)
+ *   vf_load_n(p, r, fill)        lanes [0, r) from p, the others = fill; touches only p[0..r)
+ *   vf_store_n(p, r, v)          writes only p[0..r)
+ * Tails use _mm256_maskload_ps / _mm256_maskstore_ps, which never fault on masked lanes. */
+#ifndef QKV_SIMD_AVX2_H
+#define QKV_SIMD_AVX2_H
+
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define VL 8
+typedef __m256 vf;
+
+static inline vf vf_zero(void) { return _mm256_setzero_ps(); }
+static inline vf vf_set1(float a) { return _mm256_set1_ps(a); }
+static inline vf vf_load(const float *p) { return _mm256_loadu_ps(p); }
+static inline void vf_store(float *p, vf v) { _mm256_storeu_ps(p, v); }
+static inline vf vf_add(vf a, vf b) { return _mm256_add_ps(a, b); }
+static inline vf vf_sub(vf a, vf b) { return _mm256_sub_ps(a, b); }
+static inline vf vf_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+/* a * b + c, one rounding */
+static inline vf vf_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+/* c - a * b, one rounding */
+static inline vf vf_fnma(vf a, vf b, vf c) { return _mm256_fnmadd_ps(a, b, c); }
+/* maxps/minps return the second operand when either is NaN */
+static inline vf vf_max(vf c, vf x) { return _mm256_max_ps(c, x); }
+static inline vf vf_min(vf c, vf x) { return _mm256_min_ps(c, x); }
+/* round to nearest integer, ties to even */
+static inline vf vf_round(vf x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+
+/* p * 2^n for integral n in [-150, 128] (overflow -> inf, underflow -> denormal or 0):
+   2^n is split as 2^(n>>1) * 2^(n - (n>>1)), both factors normal floats built by writing
+   the biased exponent, so each multiply is exact until the last one rounds once. */
+static inline vf vf_scale2n(vf p, vf n)
+{
+    const __m256i ni = _mm256_cvtps_epi32(n);
+    const __m256i n1 = _mm256_srai_epi32(ni, 1);
+    const __m256i n2 = _mm256_sub_epi32(ni, n1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    const vf s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+    const vf s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+
+/* mask with lanes [0, r) set, 0 <= r <= 8 */
+static inline __m256i vm_first(size_t r)
+{
+    static const int32_t bits[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    return _mm256_loadu_si256((const __m256i *)(bits + 8 - r));
+}
+
+static inline vf vf_load_n(const float *p, size_t r, float fill)
+{
+    const __m256i m = vm_first(r);
+    return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
+}
+
+static inline void vf_store_n(float *p, size_t r, vf v) { _mm256_maskstore_ps(p, vm_first(r), v); }
+
+static inline float vf_reduce_add(vf v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* NaN lanes are ignored unless every lane is NaN */
+static inline float vf_reduce_max(vf v)
+{
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static inline float vf_reduce_min(vf v)
+{
+    __m128 s = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_min_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_min_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+#endif

@@ -1,0 +1,67 @@
+/* Vector layer for AVX-512 (F, VL, BW, DQ): 16 float lanes in a __m512.
+ * Same names and conventions as simd/avx2.h. Tails use __mmask16 masked loads and stores,
+ * which never fault on masked lanes; 2^n uses vscalefps, which handles overflow to inf and
+ * gradual underflow in one instruction. */
+#ifndef QKV_SIMD_AVX512_H
+#define QKV_SIMD_AVX512_H
+
+#include <immintrin.h>
+#include <stddef.h>
+
+#define VL 16
+typedef __m512 vf;
+
+static inline vf vf_zero(void) { return _mm512_setzero_ps(); }
+static inline vf vf_set1(float a) { return _mm512_set1_ps(a); }
+static inline vf vf_load(const float *p) { return _mm512_loadu_ps(p); }
+static inline void vf_store(float *p, vf v) { _mm512_storeu_ps(p, v); }
+static inline vf vf_add(vf a, vf b) { return _mm512_add_ps(a, b); }
+static inline vf vf_sub(vf a, vf b) { return _mm512_sub_ps(a, b); }
+static inline vf vf_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+static inline vf vf_fma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
+static inline vf vf_fnma(vf a, vf b, vf c) { return _mm512_fnmadd_ps(a, b, c); }
+/* vmaxps/vminps return the second operand when either is NaN */
+static inline vf vf_max(vf c, vf x) { return _mm512_max_ps(c, x); }
+static inline vf vf_min(vf c, vf x) { return _mm512_min_ps(c, x); }
+static inline vf vf_round(vf x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+
+/* p * 2^n, n integral: vscalefps rounds once, including into the denormal range */
+static inline vf vf_scale2n(vf p, vf n) { return _mm512_scalef_ps(p, n); }
+
+static inline __mmask16 vm_first(size_t r) { return (__mmask16)((1u << r) - 1u); }
+
+static inline vf vf_load_n(const float *p, size_t r, float fill)
+{
+    return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), vm_first(r), p);
+}
+
+static inline void vf_store_n(float *p, size_t r, vf v) { _mm512_mask_storeu_ps(p, vm_first(r), v); }
+
+static inline float vf_reduce_add(vf v)
+{
+    __m256 s = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
+static inline float vf_reduce_max(vf v)
+{
+    __m256 s = _mm256_max_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
+static inline float vf_reduce_min(vf v)
+{
+    __m256 s = _mm256_min_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    __m128 h = _mm_min_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    h = _mm_min_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_min_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
+#endif

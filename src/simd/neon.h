@@ -1,0 +1,60 @@
+/* Vector layer for AArch64 Advanced SIMD: 4 float lanes in a float32x4_t.
+ * Same names and conventions as simd/avx2.h. NEON has no masked loads: a tail of r < 4
+ * elements goes through a 4-float stack buffer, so no byte past p[r-1] is touched.
+ * vmaxq/vminq return NaN when either operand is NaN, which satisfies the convention. */
+#ifndef QKV_SIMD_NEON_H
+#define QKV_SIMD_NEON_H
+
+#include <arm_neon.h>
+#include <stddef.h>
+
+#define VL 4
+typedef float32x4_t vf;
+
+static inline vf vf_zero(void) { return vdupq_n_f32(0.0f); }
+static inline vf vf_set1(float a) { return vdupq_n_f32(a); }
+static inline vf vf_load(const float *p) { return vld1q_f32(p); }
+static inline void vf_store(float *p, vf v) { vst1q_f32(p, v); }
+static inline vf vf_add(vf a, vf b) { return vaddq_f32(a, b); }
+static inline vf vf_sub(vf a, vf b) { return vsubq_f32(a, b); }
+static inline vf vf_mul(vf a, vf b) { return vmulq_f32(a, b); }
+static inline vf vf_fma(vf a, vf b, vf c) { return vfmaq_f32(c, a, b); }
+static inline vf vf_fnma(vf a, vf b, vf c) { return vfmsq_f32(c, a, b); }
+static inline vf vf_max(vf c, vf x) { return vmaxq_f32(c, x); }
+static inline vf vf_min(vf c, vf x) { return vminq_f32(c, x); }
+static inline vf vf_round(vf x) { return vrndnq_f32(x); }
+
+/* p * 2^n for integral n in [-150, 128], split into two normal power-of-two factors as
+   in simd/avx2.h so that only the last multiply rounds. */
+static inline vf vf_scale2n(vf p, vf n)
+{
+    const int32x4_t ni = vcvtq_s32_f32(n);
+    const int32x4_t n1 = vshrq_n_s32(ni, 1);
+    const int32x4_t n2 = vsubq_s32(ni, n1);
+    const int32x4_t bias = vdupq_n_s32(127);
+    const vf s1 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(n1, bias), 23));
+    const vf s2 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(n2, bias), 23));
+    return vmulq_f32(vmulq_f32(p, s1), s2);
+}
+
+static inline vf vf_load_n(const float *p, size_t r, float fill)
+{
+    float buf[VL] = {fill, fill, fill, fill};
+    for (size_t i = 0; i < r; i++)
+        buf[i] = p[i];
+    return vld1q_f32(buf);
+}
+
+static inline void vf_store_n(float *p, size_t r, vf v)
+{
+    float buf[VL];
+    vst1q_f32(buf, v);
+    for (size_t i = 0; i < r; i++)
+        p[i] = buf[i];
+}
+
+static inline float vf_reduce_add(vf v) { return vaddvq_f32(v); }
+static inline float vf_reduce_max(vf v) { return vmaxvq_f32(v); }
+static inline float vf_reduce_min(vf v) { return vminvq_f32(v); }
+
+#endif

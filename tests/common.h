@@ -1,0 +1,161 @@
+/* Shared test helpers: a check counter, a deterministic RNG, guard-page buffers, the loop
+ * over every ISA the host supports, and ULP distance against a double reference. */
+#ifndef QKV_TEST_COMMON_H
+#define QKV_TEST_COMMON_H
+
+#define _GNU_SOURCE
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "qkv.h"
+
+static long g_checks, g_failures;
+
+/* CHECK(cond, fmt, ...): count it; on failure print where and why (first 20 only). */
+#define CHECK(cond, ...)                                                                \
+    do {                                                                                \
+        g_checks++;                                                                     \
+        if (!(cond)) {                                                                  \
+            if (++g_failures <= 20) {                                                   \
+                fprintf(stderr, "FAIL %s:%d [%s] ", __FILE__, __LINE__,                 \
+                        qkv_isa_name(qkv_isa_active()));                                \
+                fprintf(stderr, __VA_ARGS__);                                           \
+                fputc('\n', stderr);                                                    \
+            }                                                                           \
+        }                                                                               \
+    } while (0)
+
+static inline int test_finish(const char *name)
+{
+    printf("%s: %ld checks, %ld failed\n", name, g_checks, g_failures);
+    return g_failures ? 1 : 0;
+}
+
+/* xorshift64*: deterministic across runs and platforms */
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+static inline uint64_t rng_u64(void)
+{
+    g_rng ^= g_rng >> 12;
+    g_rng ^= g_rng << 25;
+    g_rng ^= g_rng >> 27;
+    return g_rng * 0x2545f4914f6cdd1dull;
+}
+/* uniform in [lo, hi) */
+static inline float rng_uniform(float lo, float hi)
+{
+    return lo + (hi - lo) * (float)((rng_u64() >> 40) * 0x1p-24);
+}
+
+/* ISAs to test on this host: every one qkv_isa_select() accepts. Prints what it skips. */
+static inline int isa_list(qkv_isa *out)
+{
+    int n = 0;
+    for (int i = QKV_ISA_SCALAR; i <= QKV_ISA_NEON; i++) {
+        if (qkv_isa_select((qkv_isa)i) == QKV_OK)
+            out[n++] = (qkv_isa)i;
+        else
+            printf("  skip %s: not supported by this CPU or build\n", qkv_isa_name((qkv_isa)i));
+    }
+    return n;
+}
+
+/* ---- guard-page buffers -------------------------------------------------------------
+ * guarded_alloc(n, GUARD_AFTER): n floats ending exactly at a PROT_NONE page, so any access
+ * to element n faults. GUARD_BEFORE: n floats starting right after a PROT_NONE page.
+ * The rest of the accessible pages are filled with a canary byte and checked by
+ * guarded_free(), which catches stray writes that stay inside the mapping. */
+enum { GUARD_AFTER = 0, GUARD_BEFORE = 1 };
+typedef struct guarded {
+    unsigned char *map;
+    size_t map_len, page;
+    float *p;
+    size_t n;
+    int where;
+} guarded;
+
+#define CANARY 0xA5
+
+static inline float *guarded_alloc(guarded *g, size_t n, int where)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    const size_t bytes = n * sizeof(float);
+    const size_t data_pages = (bytes + page - 1) / page + 1;
+    g->page = page;
+    g->map_len = (data_pages + 1) * page;
+    g->map = mmap(NULL, g->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (g->map == MAP_FAILED) {
+        perror("mmap");
+        exit(2);
+    }
+    memset(g->map, CANARY, g->map_len);
+    g->n = n;
+    g->where = where;
+    if (where == GUARD_AFTER) {
+        mprotect(g->map + data_pages * page, page, PROT_NONE);
+        g->p = (float *)(g->map + data_pages * page - bytes);
+    } else {
+        mprotect(g->map, page, PROT_NONE);
+        g->p = (float *)(g->map + page);
+    }
+    return g->p;
+}
+
+/* returns 1 if the canary bytes around the array are intact */
+static inline int guarded_free(guarded *g)
+{
+    const unsigned char *lo = g->where == GUARD_AFTER ? g->map : g->map + g->page;
+    const unsigned char *hi = g->where == GUARD_AFTER ? g->map + g->map_len - g->page : g->map + g->map_len;
+    const unsigned char *a = (const unsigned char *)g->p, *b = (const unsigned char *)(g->p + g->n);
+    int ok = 1;
+    for (const unsigned char *c = lo; c < a; c++)
+        ok &= *c == CANARY;
+    for (const unsigned char *c = b; c < hi; c++)
+        ok &= *c == CANARY;
+    munmap(g->map, g->map_len);
+    return ok;
+}
+
+/* ---- ULP distance ------------------------------------------------------------------- */
+
+/* size of one float ULP at the magnitude of the exact value r (denormal spacing below) */
+static inline double ulp_of(double r)
+{
+    r = fabs(r);
+    if (r < FLT_MIN)
+        return 0x1p-149;
+    int e;
+    frexp(r, &e); /* r = m 2^e, m in [0.5, 1) */
+    return ldexp(1.0, e - 24);
+}
+
+/* |y - r| in ULPs of r; 0 when both are the same infinity, huge on NaN mismatch */
+static inline double ulp_error(float y, double r)
+{
+    if (isnan(r) || isnan(y))
+        return (isnan(r) && isnan(y)) ? 0.0 : INFINITY;
+    if (isinf(r) || isinf(y))
+        return ((double)y == r) ? 0.0 : INFINITY;
+    return fabs((double)y - r) / ulp_of(r);
+}
+
+static inline float bits_to_float(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline uint32_t float_to_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+#endif

@@ -1,0 +1,180 @@
+/* qkv_softmax against a double-precision reference, every ISA.
+ * Element tolerance: |y - ref| <= ref * (16 + 2 |s (x - r)|) FLT_EPSILON + 1e-37, i.e. the
+ * exp error (2 ULP) plus the rounding of the reduced argument s (x - r) (|arg| ULPs of 1),
+ * plus the final scaling; an absolute 1e-37 covers results that land in the denormals.
+ * Sum tolerance (API.md): |sum y - 1| <= 1e-6 for n <= 4096, 1e-5 up to 1e6.
+ * Special rows: all -inf -> zeros, any NaN -> all NaN, +inf -> NaN, +-1e30 -> one-hot,
+ * -inf entries -> weight 0, negative and zero scale, in place, guard pages. */
+#include "common.h"
+
+/* returns the worst |sum - 1| and counts element failures */
+static double check_row(const float *x, const float *y, size_t n, float s, const char *what)
+{
+    double r = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        if ((double)s * x[i] > r)
+            r = (double)s * x[i];
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++)
+        sum += exp((double)s * x[i] - r);
+    double ysum = 0.0;
+    long bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double arg = (double)s * x[i] - r;
+        const double ref = exp(arg) / sum;
+        const double tol = ref * (16.0 + 2.0 * fabs(arg)) * FLT_EPSILON + 1e-37;
+        const int ok = isinf(arg) ? y[i] == 0.0f : fabs(y[i] - ref) <= tol;
+        if (!ok && ++bad <= 3)
+            CHECK(0, "%s n=%zu s=%g i=%zu: y=%.9g ref=%.9g", what, n, s, i, y[i], ref);
+        ysum += y[i];
+    }
+    CHECK(bad == 0, "%s n=%zu: %ld elements off", what, n, bad);
+    return fabs(ysum - 1.0);
+}
+
+static void fill_row(float *x, size_t n, float lo, float hi)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = rng_uniform(lo, hi);
+}
+
+int main(void)
+{
+    qkv_isa isas[4];
+    const int n_isa = isa_list(isas);
+    static const float scales[] = {1.0f, 0.125f, 3.0f, -1.0f, -0.5f};
+    for (int k = 0; k < n_isa; k++) {
+        qkv_isa_select(isas[k]);
+        printf("  softmax on %s\n", qkv_isa_name(isas[k]));
+        double worst_small = 0.0;
+        /* every short length, both guard sides, out of place and in place */
+        for (size_t n = 1; n <= 2 * 16 + 1 + 8; n++) {
+            for (int where = GUARD_AFTER; where <= GUARD_BEFORE; where++) {
+                for (size_t j = 0; j < sizeof scales / sizeof scales[0]; j++) {
+                    guarded gx, gy;
+                    float *x = guarded_alloc(&gx, n, where), *y = guarded_alloc(&gy, n, where);
+                    fill_row(x, n, -20.0f, 20.0f);
+                    qkv_softmax(x, y, n, scales[j]);
+                    double d = check_row(x, y, n, scales[j], "short");
+                    worst_small = d > worst_small ? d : worst_small;
+                    memcpy(y, x, n * sizeof(float));
+                    qkv_softmax(y, y, n, scales[j]);
+                    d = check_row(x, y, n, scales[j], "in-place");
+                    worst_small = d > worst_small ? d : worst_small;
+                    CHECK(guarded_free(&gx) && guarded_free(&gy), "canary n=%zu", n);
+                }
+            }
+        }
+        static const size_t lengths[] = {64, 100, 1000, 1023, 1024, 1025, 2047, 4096};
+        for (size_t j = 0; j < sizeof lengths / sizeof lengths[0]; j++) {
+            const size_t n = lengths[j];
+            guarded gx, gy;
+            float *x = guarded_alloc(&gx, n, GUARD_AFTER), *y = guarded_alloc(&gy, n, GUARD_AFTER);
+            fill_row(x, n, -30.0f, 30.0f);
+            qkv_softmax(x, y, n, 0.7f);
+            double d = check_row(x, y, n, 0.7f, "medium");
+            worst_small = d > worst_small ? d : worst_small;
+            /* logits of attention with large magnitude */
+            fill_row(x, n, -1e4f, 1e4f);
+            qkv_softmax(x, y, n, 0.125f);
+            d = check_row(x, y, n, 0.125f, "large logits");
+            worst_small = d > worst_small ? d : worst_small;
+            /* all equal -> uniform */
+            for (size_t i = 0; i < n; i++)
+                x[i] = 3.0f;
+            qkv_softmax(x, y, n, 1.0f);
+            d = check_row(x, y, n, 1.0f, "uniform");
+            worst_small = d > worst_small ? d : worst_small;
+            CHECK(guarded_free(&gx) && guarded_free(&gy), "canary n=%zu", n);
+        }
+        CHECK(worst_small <= 1e-6, "sum - 1 = %.3g for n <= 4096", worst_small);
+
+        /* n = 1e6: the sum must stay within 1e-5 */
+        {
+            const size_t n = 1000000;
+            float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float));
+            fill_row(x, n, -5.0f, 5.0f);
+            qkv_softmax(x, y, n, 1.0f);
+            const double d = check_row(x, y, n, 1.0f, "1e6");
+            CHECK(d <= 1e-5, "n=1e6: sum - 1 = %.3g", d);
+            printf("  softmax %-7s |sum-1|: %.2g (n <= 4096), %.2g (n = 1e6)\n", qkv_isa_name(isas[k]),
+                   worst_small, d);
+            free(x);
+            free(y);
+        }
+
+        /* special rows, lengths that hit the vector body and the tail */
+        for (size_t n = 1; n <= 37; n += 3) {
+            float x[37], y[37];
+            for (size_t i = 0; i < n; i++)
+                x[i] = -INFINITY;
+            qkv_softmax(x, y, n, 1.0f);
+            int zeros = 1;
+            for (size_t i = 0; i < n; i++)
+                zeros &= y[i] == 0.0f;
+            CHECK(zeros, "all -inf row n=%zu", n);
+            for (size_t i = 0; i < n; i++)
+                x[i] = INFINITY;
+            qkv_softmax(x, y, n, -2.0f); /* scaled: all -inf */
+            zeros = 1;
+            for (size_t i = 0; i < n; i++)
+                zeros &= y[i] == 0.0f;
+            CHECK(zeros, "all +inf row, negative scale, n=%zu", n);
+
+            for (size_t pos = 0; pos < n; pos += 5) {
+                for (int base = 0; base < 2; base++) {
+                    for (size_t i = 0; i < n; i++)
+                        x[i] = base ? -INFINITY : rng_uniform(-3.0f, 3.0f);
+                    x[pos] = NAN;
+                    qkv_softmax(x, y, n, 1.0f);
+                    int nans = 1;
+                    for (size_t i = 0; i < n; i++)
+                        nans &= isnan(y[i]);
+                    CHECK(nans, "NaN at %zu of %zu (base %d) -> NaN row", pos, n, base);
+                }
+                for (size_t i = 0; i < n; i++)
+                    x[i] = rng_uniform(-3.0f, 3.0f);
+                x[pos] = INFINITY;
+                qkv_softmax(x, y, n, 1.0f);
+                CHECK(isnan(y[0]) && isnan(y[n - 1]), "+inf -> NaN row n=%zu", n);
+
+                /* one-hot for a huge logit, zero weight for -inf entries */
+                for (size_t i = 0; i < n; i++)
+                    x[i] = (i % 2) ? -1e30f : rng_uniform(-1e3f, 1e3f);
+                x[pos] = 1e30f;
+                qkv_softmax(x, y, n, 1.0f);
+                int onehot = 1;
+                for (size_t i = 0; i < n; i++)
+                    onehot &= y[i] == (i == pos ? 1.0f : 0.0f);
+                CHECK(onehot, "1e30 one-hot pos %zu n %zu", pos, n);
+                x[pos] = -1e30f; /* the mirror image with a negative scale */
+                for (size_t i = 0; i < n; i++)
+                    if (i != pos)
+                        x[i] = rng_uniform(-1e3f, 1e3f);
+                qkv_softmax(x, y, n, -1.0f);
+                onehot = 1;
+                for (size_t i = 0; i < n; i++)
+                    onehot &= y[i] == (i == pos ? 1.0f : 0.0f);
+                CHECK(onehot, "-1e30 one-hot with scale -1, pos %zu n %zu", pos, n);
+
+                for (size_t i = 0; i < n; i++)
+                    x[i] = rng_uniform(-3.0f, 3.0f);
+                x[pos] = -INFINITY;
+                qkv_softmax(x, y, n, 1.0f);
+                CHECK(y[pos] == 0.0f, "-inf entry weight 0");
+                if (n > 1)
+                    check_row(x, y, n, 1.0f, "-inf entry");
+            }
+            /* scale 0 -> uniform 1/n */
+            for (size_t i = 0; i < n; i++)
+                x[i] = rng_uniform(-1e6f, 1e6f);
+            qkv_softmax(x, y, n, 0.0f);
+            int uniform = 1;
+            for (size_t i = 0; i < n; i++)
+                uniform &= fabs(y[i] - 1.0 / n) <= 2.0 * FLT_EPSILON / n;
+            CHECK(uniform, "scale 0 uniform n=%zu", n);
+        }
+        qkv_softmax(NULL, NULL, 0, 1.0f);
+    }
+    return test_finish("test_softmax");
+}
