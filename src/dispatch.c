@@ -71,6 +71,10 @@ static int x86_has(qkv_isa isa)
     const int avx2 = (b >> 5) & 1;
     if (isa == QKV_ISA_AVX2)
         return avx2;
+#ifdef QKV_AVX512_EMULATION
+    if (isa == QKV_ISA_AVX512) /* test build: the AVX-512 kernels run on emulated intrinsics */
+        return avx2;
+#endif
     if (isa == QKV_ISA_AVX512) {
         const int f = (b >> 16) & 1, dq = (b >> 17) & 1, bw = (b >> 30) & 1, vl = (b >> 31) & 1;
         /* opmask (bit 5), upper ZMM0-15 (bit 6) and ZMM16-31 (bit 7) state */

@@ -5,8 +5,12 @@
 #ifndef QKV_SIMD_AVX512_H
 #define QKV_SIMD_AVX512_H
 
-#include <immintrin.h>
 #include <stddef.h>
+#ifdef QKV_AVX512_EMULATION
+#include "simd/avx512_emu.h" /* test build only: plain-C _mm512 intrinsics on AVX2 hosts */
+#else
+#include <immintrin.h>
+#endif
 
 #define VL 16
 typedef __m512 vf;
