@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Build libqkv and run every test: x86-64 natively (each ISA the CPU has), the AVX-512
+# kernels through the intrinsics emulation when the CPU lacks AVX-512, and the AArch64
+# build (scalar + NEON) under qemu-aarch64. Installs missing Debian packages when run as
+# root. The last line is "N passed, M failed"; the exit status is non-zero on any failure.
+#
+# Environment: QKV_TEST_SKIP_AARCH64=1 skips the cross build; QKV_EXP_STRIDE sets the
+# density of the exp sweep (1 = all 2^32 floats).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+# ---- dependencies --------------------------------------------------------------------
+need_pkgs=()
+have_cmd() { command -v "$1" >/dev/null 2>&1; }
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+have_cmd meson || need_pkgs+=(meson)
+have_cmd ninja || need_pkgs+=(ninja-build)
+have_cmd cc || need_pkgs+=(gcc)
+have_cmd g++ || need_pkgs+=(g++)
+have_cmd pkg-config || need_pkgs+=(pkg-config)
+have_cmd python3 || need_pkgs+=(python3)
+have_pkg libsleef-dev || need_pkgs+=(libsleef-dev)
+have_pkg libbenchmark-dev || need_pkgs+=(libbenchmark-dev)
+if [ "$(uname -m)" = x86_64 ] && [ "${QKV_TEST_SKIP_AARCH64:-0}" != 1 ]; then
+    have_cmd aarch64-linux-gnu-gcc || need_pkgs+=(gcc-aarch64-linux-gnu)
+    have_cmd aarch64-linux-gnu-g++ || need_pkgs+=(g++-aarch64-linux-gnu)
+    have_cmd qemu-aarch64 || need_pkgs+=(qemu-user)
+    have_pkg libsleef-dev:arm64 || need_pkgs+=(libsleef-dev:arm64)
+fi
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && have_cmd apt-get; then
+        echo "== installing: ${need_pkgs[*]}"
+        if printf '%s\n' "${need_pkgs[@]}" | grep -q ':arm64'; then
+            dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
+        fi
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+    else
+        echo "missing packages (run as root to install): ${need_pkgs[*]}" >&2
+    fi
+fi
+
+# ---- build and test ------------------------------------------------------------------
+passed=0
+failed=0
+
+# count one meson test log: OK/EXPECTEDFAIL pass, SKIP neither, the rest fail
+count_log() {
+    python3 - "$1" <<'PY'
+import json, sys
+p = f = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line).get("result")
+    if r in ("OK", "EXPECTEDFAIL"):
+        p += 1
+    elif r != "SKIP":
+        f += 1
+print(p, f)
+PY
+}
+
+# run_suite NAME BUILDDIR [meson setup args...]
+run_suite() {
+    local name=$1 dir=$2
+    shift 2
+    echo "== $name: configure and build ($dir)"
+    if [ -d "$dir" ]; then
+        meson setup --reconfigure "$dir" "$@" >"$dir.setup.log" 2>&1 || meson setup --wipe "$dir" "$@" >"$dir.setup.log" 2>&1 || {
+            cat "$dir.setup.log"
+            echo "$name: configure failed"
+            failed=$((failed + 1))
+            return
+        }
+    else
+        meson setup "$dir" "$@" >"$dir.setup.log" 2>&1 || {
+            cat "$dir.setup.log"
+            echo "$name: configure failed"
+            failed=$((failed + 1))
+            return
+        }
+    fi
+    if ! ninja -C "$dir" >"$dir.build.log" 2>&1; then
+        tail -40 "$dir.build.log"
+        echo "$name: build failed"
+        failed=$((failed + 1))
+        return
+    fi
+    echo "== $name: test"
+    rm -f "$dir/meson-logs/testlog.json"
+    meson test -C "$dir" --print-errorlogs --num-processes 2 || true
+    if [ -f "$dir/meson-logs/testlog.json" ]; then
+        read -r p f < <(count_log "$dir/meson-logs/testlog.json")
+        grep -hE "^  (exp|softmax) .*(worst|sum-1)|^  skip" "$dir/meson-logs/testlog.txt" | sort -u || true
+        echo "$name: $p passed, $f failed"
+        passed=$((passed + p))
+        failed=$((failed + f))
+    else
+        echo "$name: no test log"
+        failed=$((failed + 1))
+    fi
+}
+
+run_suite "native $(uname -m)" build-test -Dbench=disabled
+
+if [ "$(uname -m)" = x86_64 ]; then
+    if ! grep -qw avx512f /proc/cpuinfo; then
+        echo "== this CPU has no AVX-512: testing the AVX-512 kernels through src/simd/avx512_emu.h"
+        QKV_EXP_STRIDE=${QKV_EXP_STRIDE:-31} run_suite "x86-64 with emulated AVX-512" build-test-emu \
+            -Dbench=disabled -Davx512_emulation=true
+    fi
+    if [ "${QKV_TEST_SKIP_AARCH64:-0}" != 1 ]; then
+        run_suite "aarch64 under qemu" build-test-aarch64 -Dbench=disabled \
+            --cross-file "$root/scripts/cross/aarch64.ini"
+    fi
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
