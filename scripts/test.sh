@@ -116,5 +116,38 @@ if [ "$(uname -m)" = x86_64 ]; then
     fi
 fi
 
+# ---- packaging: install + pkg-config, subproject, release tarballs --------------------
+# step NAME COMMAND...: one counted check, its output kept in build-test-pkg/NAME.log
+step() {
+    local name=$1
+    shift
+    if "$@" >"$pkgdir/$name.log" 2>&1; then
+        echo "  ok    $name"
+        passed=$((passed + 1))
+    else
+        tail -30 "$pkgdir/$name.log"
+        echo "  FAIL  $name"
+        failed=$((failed + 1))
+    fi
+}
+pkgdir=$root/build-test-pkg
+prefix=$pkgdir/prefix
+rm -rf "$pkgdir"
+mkdir -p "$pkgdir/consumer-sub/subprojects"
+cp tests/consumer/meson.build tests/consumer/main.c "$pkgdir/consumer-sub/"
+ln -s "$root" "$pkgdir/consumer-sub/subprojects/libqkv"
+echo "== packaging"
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig LD_LIBRARY_PATH=$prefix/lib
+step install sh -c "meson setup '$pkgdir/build' --prefix='$prefix' --libdir=lib -Dtests=disabled -Dbench=disabled &&
+    ninja -C '$pkgdir/build' && meson install -C '$pkgdir/build'"
+step pkg-config-static sh -c "pkg-config --static --libs qkv | grep -q -- -lqkv"
+step consumer-pkg-config sh -c "meson setup '$pkgdir/consumer-pc' tests/consumer --wrap-mode=nofallback &&
+    meson test -C '$pkgdir/consumer-pc' --print-errorlogs"
+step consumer-subproject sh -c "meson setup '$pkgdir/consumer-sub-build' '$pkgdir/consumer-sub' --force-fallback-for=qkv &&
+    meson test -C '$pkgdir/consumer-sub-build' --print-errorlogs"
+step package scripts/package.sh
+unset PKG_CONFIG_PATH LD_LIBRARY_PATH
+grep -h "tar.gz\| bytes " "$pkgdir/package.log" || true
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

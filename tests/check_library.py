@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Checks on the built library files (any target architecture: readelf reads every ELF).
+
+usage: check_library.py READELF LIBQKV_SO LIBQKV_A
+  - NEEDED of the shared library: libc, libm, libpthread, the dynamic loader, nothing else
+  - SONAME libqkv.so.<major>
+  - every exported symbol starts with qkv_
+  - no object in the static library has a constructor (.init_array / .ctors)
+  - the raw kernels (dot, exp, softmax objects) call no allocator and no object starts
+    threads
+"""
+import re
+import subprocess
+import sys
+
+readelf, so, ar = sys.argv[1:4]
+fails = []
+
+
+def run(*args):
+    return subprocess.run([readelf, "-W", *args], check=True, capture_output=True, text=True).stdout
+
+
+dyn = run("-d", so)
+needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.+?)\]", dyn)
+allowed = re.compile(r"^(libc\.so\.\d+|libm\.so\.\d+|libpthread\.so\.\d+|ld-linux.*\.so\.\d+)$")
+extra = [n for n in needed if not allowed.match(n)]
+if extra:
+    fails.append(f"unexpected NEEDED: {extra}")
+soname = re.findall(r"\(SONAME\)\s+Library soname: \[(.+?)\]", dyn)
+if not soname or not re.match(r"^libqkv\.so\.\d+$", soname[0]):
+    fails.append(f"SONAME {soname}")
+
+exported = []
+for line in run("--dyn-syms", so).splitlines():
+    f = line.split()
+    # Num: Value Size Type Bind Vis Ndx Name
+    if len(f) >= 8 and f[4] in ("GLOBAL", "WEAK") and f[6] != "UND" and f[3] in ("FUNC", "OBJECT"):
+        exported.append(f[7].split("@")[0])
+bad_exports = [s for s in exported if not s.startswith("qkv_")]
+if bad_exports:
+    fails.append(f"exported symbols outside qkv_: {bad_exports}")
+
+member = None
+ctor_members = []
+for line in run("-S", ar).splitlines():
+    m = re.match(r"^File: .*\((.+)\)$", line)
+    if m:
+        member = m.group(1)
+    elif re.search(r"\s\.(init_array|ctors)\b", line):
+        ctor_members.append(member)
+if ctor_members:
+    fails.append(f"constructors in: {ctor_members}")
+
+undefined = {}
+member = None
+for line in run("-s", ar).splitlines():
+    m = re.match(r"^File: .*\((.+)\)$", line)
+    if m:
+        member = m.group(1)
+        continue
+    f = line.split()
+    if member and len(f) >= 8 and f[6] == "UND":
+        undefined.setdefault(member, set()).add(f[7].split("@")[0])
+alloc = {"malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign"}
+for member, syms in sorted(undefined.items()):
+    if re.search(r"(^|_)(dot|exp|softmax)_", member) and syms & alloc:
+        fails.append(f"raw kernel object {member} allocates: {sorted(syms & alloc)}")
+    if "pthread_create" in syms:
+        fails.append(f"{member} starts threads")
+
+print(f"NEEDED: {', '.join(needed)}")
+print(f"SONAME: {soname[0] if soname else '-'}")
+print(f"exported: {len(exported)} symbols, all qkv_*" if not bad_exports else "exported: FAIL")
+for f in fails:
+    print("FAIL:", f)
+sys.exit(1 if fails else 0)
