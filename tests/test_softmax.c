@@ -85,6 +85,13 @@ int main(void)
             qkv_softmax(x, y, n, 1.0f);
             d = check_row(x, y, n, 1.0f, "uniform");
             worst_small = d > worst_small ? d : worst_small;
+            /* one large logit over many equal ones: rounding errors of the sum all point the
+               same way (found by the fuzzer: the sum drifted to 1 + 1.1e-6) */
+            for (size_t i = 0; i < n; i++)
+                x[i] = i == n / 3 ? 5.2577515f : 0.0f;
+            qkv_softmax(x, y, n, 1.0f);
+            d = check_row(x, y, n, 1.0f, "equal terms");
+            worst_small = d > worst_small ? d : worst_small;
             CHECK(guarded_free(&gx) && guarded_free(&gy), "canary n=%zu", n);
         }
         CHECK(worst_small <= 1e-6, "sum - 1 = %.3g for n <= 4096", worst_small);
@@ -101,6 +108,22 @@ int main(void)
                    worst_small, d);
             free(x);
             free(y);
+        }
+
+        /* fuzzer regressions: x - r overflowing with a tiny scale, and s * r overflowing */
+        {
+            const float x1[4] = {-3e38f, 3e38f, 1.0f, 1e30f};
+            float y1[4];
+            qkv_softmax(x1, y1, 4, 0x1.038p-127f);
+            check_row(x1, y1, 4, 0x1.038p-127f, "x - r overflow");
+            const float x2[4] = {3.8923137e10f, 2.3228259e38f, 2.0f, 3.0f};
+            qkv_softmax(x2, y1, 4, -2.5436543e38f);
+            CHECK(y1[2] == 1.0f && y1[0] == 0.0f && y1[1] == 0.0f && y1[3] == 0.0f, "s * r overflow: one-hot");
+            const float x3[2] = {1.0f, 2.0f}, x4[2] = {0.0f, -1.0f};
+            qkv_softmax(x3, y1, 2, -INFINITY); /* every scaled entry -inf */
+            CHECK(y1[0] == 0.0f && y1[1] == 0.0f, "scale -inf on positive x: zeros");
+            qkv_softmax(x4, y1, 2, INFINITY); /* 0 * inf is NaN */
+            CHECK(isnan(y1[0]) && isnan(y1[1]), "scale inf with x = 0: NaN row");
         }
 
         /* special rows, lengths that hit the vector body and the tail */

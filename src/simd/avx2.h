@@ -71,6 +71,15 @@ static inline float vf_reduce_add(vf v)
     return _mm_cvtss_f32(s);
 }
 
+/* sum of the lanes in double precision: each lane converts exactly, the adds are exact
+   to far below float precision */
+static inline double vf_reduce_add_f64(vf v)
+{
+    const __m256d d = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+    const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(d), _mm256_extractf128_pd(d, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+
 /* NaN lanes are ignored unless every lane is NaN */
 static inline float vf_reduce_max(vf v)
 {

@@ -50,6 +50,17 @@ static inline float vf_reduce_add(vf v)
     return _mm_cvtss_f32(h);
 }
 
+/* sum of the lanes in double precision (through the two 256-bit halves) */
+static inline double vf_reduce_add_f64(vf v)
+{
+    const __m256 lo = _mm512_castps512_ps256(v), hi = _mm512_extractf32x8_ps(v, 1);
+    const __m256d d = _mm256_add_pd(
+        _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(lo)), _mm256_cvtps_pd(_mm256_extractf128_ps(lo, 1))),
+        _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(hi)), _mm256_cvtps_pd(_mm256_extractf128_ps(hi, 1))));
+    const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(d), _mm256_extractf128_pd(d, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+
 static inline float vf_reduce_max(vf v)
 {
     __m256 s = _mm256_max_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));

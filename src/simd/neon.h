@@ -54,6 +54,10 @@ static inline void vf_store_n(float *p, size_t r, vf v)
 }
 
 static inline float vf_reduce_add(vf v) { return vaddvq_f32(v); }
+static inline double vf_reduce_add_f64(vf v)
+{
+    return vaddvq_f64(vaddq_f64(vcvt_f64_f32(vget_low_f32(v)), vcvt_high_f64_f32(v)));
+}
 static inline float vf_reduce_max(vf v) { return vmaxvq_f32(v); }
 static inline float vf_reduce_min(vf v) { return vminvq_f32(v); }
 

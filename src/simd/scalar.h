@@ -55,6 +55,7 @@ static inline void vf_store_n(float *p, size_t r, vf v)
         *p = v;
 }
 static inline float vf_reduce_add(vf v) { return v; }
+static inline double vf_reduce_add_f64(vf v) { return v; }
 static inline float vf_reduce_max(vf v) { return v; }
 static inline float vf_reduce_min(vf v) { return v; }
 
