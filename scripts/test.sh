@@ -22,6 +22,9 @@ have_cmd pkg-config || need_pkgs+=(pkg-config)
 have_cmd python3 || need_pkgs+=(python3)
 have_pkg libsleef-dev || need_pkgs+=(libsleef-dev)
 have_pkg libbenchmark-dev || need_pkgs+=(libbenchmark-dev)
+have_cmd clang || need_pkgs+=(clang)
+have_pkg libclang-rt-14-dev || need_pkgs+=(libclang-rt-14-dev)
+have_cmd valgrind || need_pkgs+=(valgrind)
 if [ "$(uname -m)" = x86_64 ] && [ "${QKV_TEST_SKIP_AARCH64:-0}" != 1 ]; then
     have_cmd aarch64-linux-gnu-gcc || need_pkgs+=(gcc-aarch64-linux-gnu)
     have_cmd aarch64-linux-gnu-g++ || need_pkgs+=(g++-aarch64-linux-gnu)
@@ -88,11 +91,17 @@ run_suite() {
         return
     fi
     echo "== $name: test"
-    rm -f "$dir/meson-logs/testlog.json"
-    meson test -C "$dir" --print-errorlogs --num-processes 2 || true
-    if [ -f "$dir/meson-logs/testlog.json" ]; then
-        read -r p f < <(count_log "$dir/meson-logs/testlog.json")
-        grep -hE "^  (exp|softmax) .*(worst|sum-1)|^  skip" "$dir/meson-logs/testlog.txt" | sort -u || true
+    rm -f "$dir"/meson-logs/testlog*.json
+    # SUITE_TESTS: test names to run (default all); SUITE_WRAPPER: e.g. valgrind
+    # shellcheck disable=SC2086
+    meson test -C "$dir" --print-errorlogs --num-processes 2 ${SUITE_WRAPPER:+--wrapper="$SUITE_WRAPPER"} \
+        ${SUITE_TESTS:-} || true
+    # meson names the log after the wrapper, if any (testlog-valgrind.json)
+    local log
+    log=$(ls -t "$dir"/meson-logs/testlog*.json 2>/dev/null | head -n 1)
+    if [ -n "$log" ]; then
+        read -r p f < <(count_log "$log")
+        grep -hE "^  (exp|softmax) .*(worst|sum-1)|^  skip" "${log%.json}.txt" | sort -u || true
         echo "$name: $p passed, $f failed"
         passed=$((passed + p))
         failed=$((failed + f))
@@ -114,6 +123,53 @@ if [ "$(uname -m)" = x86_64 ]; then
         run_suite "aarch64 under qemu" build-test-aarch64 -Dbench=disabled \
             --cross-file "$root/scripts/cross/aarch64.ini"
     fi
+fi
+
+# ---- reliability: sanitizers, valgrind, fuzzing ------------------------------------------
+# The whole suite under ASan + UBSan (any report aborts the test), the threaded tests under
+# TSan, the scalar run under valgrind memcheck, and each libFuzzer target for a bounded time.
+QKV_EXP_STRIDE=${QKV_EXP_STRIDE:-1021} run_suite "ASan+UBSan" build-test-asan -Dbench=disabled \
+    -Db_sanitize=address,undefined -Db_lundef=false "-Dc_args=-fno-sanitize-recover=all -fno-omit-frame-pointer"
+SUITE_TESTS="threads dispatch" run_suite "TSan" build-test-tsan -Dbench=disabled -Db_sanitize=thread
+if command -v valgrind >/dev/null; then
+    QKV_TEST_ISAS=scalar QKV_EXP_STRIDE=65521 SUITE_TESTS="dot exp softmax gemm dispatch" \
+        SUITE_WRAPPER="valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite -q" \
+        run_suite "valgrind memcheck (scalar)" build-test
+else
+    echo "valgrind not installed: memcheck run skipped"
+fi
+
+fuzz_seconds=${QKV_FUZZ_SECONDS:-20}
+if command -v clang >/dev/null && [ "$fuzz_seconds" != 0 ]; then
+    echo "== fuzzing: each target ${fuzz_seconds}s (clang, libFuzzer, ASan+UBSan)"
+    fdir=build-test-fuzz
+    rm -rf "$fdir"
+    if CC=clang CXX=clang++ meson setup "$fdir" -Dbench=disabled -Dfuzz=enabled \
+        -Db_sanitize=address,undefined -Db_lundef=false \
+        "-Dc_args=-fsanitize=fuzzer-no-link -fno-sanitize-recover=all" >"$fdir.setup.log" 2>&1 &&
+        ninja -C "$fdir" >"$fdir.build.log" 2>&1; then
+        for f in "$fdir"/tests/fuzz/fuzz_*; do
+            [ -x "$f" ] || continue
+            t=${f##*/fuzz_}
+            mkdir -p "$fdir/corpus/$t"
+            if (cd "$fdir" && "./tests/fuzz/fuzz_$t" -max_total_time="$fuzz_seconds" -max_len=16384 \
+                -print_final_stats=1 "corpus/$t" "$root/tests/fuzz/corpus/$t") >"$fdir/$t.log" 2>&1; then
+                echo "  ok    fuzz_$t: $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$fdir/$t.log" |
+                    grep -o '[0-9]*$') executions, no findings"
+                passed=$((passed + 1))
+            else
+                grep -E "^\[|ERROR|SUMMARY" "$fdir/$t.log" | head -5
+                echo "  FAIL  fuzz_$t (input saved in $fdir/)"
+                failed=$((failed + 1))
+            fi
+        done
+    else
+        tail -n 20 "$fdir.setup.log" "$fdir.build.log" 2>/dev/null || true
+        echo "  FAIL  fuzz build"
+        failed=$((failed + 1))
+    fi
+else
+    echo "clang not installed or QKV_FUZZ_SECONDS=0: fuzzing skipped"
 fi
 
 # ---- packaging: install + pkg-config, subproject, release tarballs --------------------

@@ -52,12 +52,17 @@ static inline float rng_uniform(float lo, float hi)
     return lo + (hi - lo) * (float)((rng_u64() >> 40) * 0x1p-24);
 }
 
-/* ISAs to test on this host: every one qkv_isa_select() accepts. Prints what it skips. */
+/* ISAs to test on this host: every one qkv_isa_select() accepts, or, if the variable
+   QKV_TEST_ISAS is set (e.g. "scalar" for the valgrind run), those named in it.
+   Prints what it skips. */
 static inline int isa_list(qkv_isa *out)
 {
     int n = 0;
+    const char *only = getenv("QKV_TEST_ISAS");
     for (int i = QKV_ISA_SCALAR; i <= QKV_ISA_NEON; i++) {
-        if (qkv_isa_select((qkv_isa)i) == QKV_OK)
+        if (only && !strstr(only, qkv_isa_name((qkv_isa)i)))
+            printf("  skip %s: not in QKV_TEST_ISAS\n", qkv_isa_name((qkv_isa)i));
+        else if (qkv_isa_select((qkv_isa)i) == QKV_OK)
             out[n++] = (qkv_isa)i;
         else
             printf("  skip %s: not supported by this CPU or build\n", qkv_isa_name((qkv_isa)i));
