@@ -1,0 +1,246 @@
+/* Shared benchmark helpers (see bench_util.h). Compiled with baseline flags: the AVX2 and
+ * AVX-512 peak loops carry target attributes and run only after qkv_isa_select() has
+ * accepted their ISA, so no wide instruction executes on a CPU without it. */
+#include "bench_util.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <random>
+#include <string>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define QKV_BENCH_X86 1
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
+
+namespace qkv_bench {
+namespace {
+
+/* 2 FMA ports x 4 cycles latency need 8 chains in flight; 12 leaves slack for 5-cycle
+   FMAs and still fits the 16 (AVX2) or 32 (AVX-512, NEON) vector registers. Named
+   variables, not an array: the optimizer barrier below would pin an array to memory. */
+constexpr int kChains = 12; /* the indices QKV_BENCH_EACH_CHAIN lists */
+#define QKV_BENCH_EACH_CHAIN(X, ...)                                                  \
+    X(0, __VA_ARGS__) X(1, __VA_ARGS__) X(2, __VA_ARGS__) X(3, __VA_ARGS__)           \
+    X(4, __VA_ARGS__) X(5, __VA_ARGS__) X(6, __VA_ARGS__) X(7, __VA_ARGS__)           \
+    X(8, __VA_ARGS__) X(9, __VA_ARGS__) X(10, __VA_ARGS__) X(11, __VA_ARGS__)
+/* 4Mi rounds x 12 FMAs: about 10 ms per run for AVX2 at 3 GHz, long against timer noise */
+constexpr long kRounds = 1L << 22;
+constexpr int kRuns = 7;
+
+volatile float g_sink; /* keeps the chains' results alive */
+
+/* CPU time of this thread, like the benchmarks' CPU time: a preempted run (other work
+   on the machine) does not lower the peak. */
+double thread_seconds()
+{
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Hides a register's value from the optimizer at no cost, so that it can neither fold the
+   chains nor pack the scalar ones into SSE vectors. */
+#ifdef QKV_BENCH_X86
+#define QKV_BENCH_OPAQUE(v) __asm__("" : "+v"(v))
+#elif defined(__aarch64__)
+#define QKV_BENCH_OPAQUE(v) __asm__("" : "+w"(v))
+#else
+#define QKV_BENCH_OPAQUE(v) ((void)0)
+#endif
+
+#define QKV_BENCH_CHAIN_INIT(j, V, SET1) V acc##j = SET1(1.0f + (float)(j));
+#define QKV_BENCH_CHAIN_STEP(j, FMA)                                                  \
+    acc##j = FMA(a, b, acc##j);                                                       \
+    QKV_BENCH_OPAQUE(acc##j);
+#define QKV_BENCH_CHAIN_SUM(j, ADD) sum = ADD(sum, acc##j);
+
+/* acc = a * b + acc on kChains independent registers for kRounds rounds; evaluates to
+   FLOP/s. The accumulator is the addend, as in FMLA and VFMADD231, so no register copies;
+   a * b = 2^-20 keeps every value normal and below 20. One body for every vector type:
+   only the type V, its lane count and the intrinsics differ. */
+#define QKV_BENCH_FMA_CHAINS(V, LANES, SET1, FMA, ADD, STOREU)                        \
+    QKV_BENCH_EACH_CHAIN(QKV_BENCH_CHAIN_INIT, V, SET1)                               \
+    const V a = SET1(0x1p-10f), b = SET1(0x1p-10f);                                   \
+    const double t0 = thread_seconds();                                               \
+    for (long r = 0; r < kRounds; r++) {                                              \
+        QKV_BENCH_EACH_CHAIN(QKV_BENCH_CHAIN_STEP, FMA)                               \
+    }                                                                                 \
+    const double s = thread_seconds() - t0;                                           \
+    V sum = SET1(0.0f);                                                               \
+    QKV_BENCH_EACH_CHAIN(QKV_BENCH_CHAIN_SUM, ADD)                                    \
+    float lanes[LANES];                                                               \
+    STOREU(lanes, sum);                                                               \
+    g_sink = lanes[0];                                                                \
+    return 2.0 * (LANES) * kChains * kRounds / s
+
+float scalar_set1(float a) { return a; }
+float scalar_fma(float a, float b, float c) { return a * b + c; }
+float scalar_add(float a, float b) { return a + b; }
+void scalar_store(float *p, float a) { *p = a; }
+
+double chains_scalar()
+{
+    QKV_BENCH_FMA_CHAINS(float, 1, scalar_set1, scalar_fma, scalar_add, scalar_store);
+}
+
+#ifdef QKV_BENCH_X86
+__attribute__((target("avx2,fma"))) double chains_avx2()
+{
+    QKV_BENCH_FMA_CHAINS(__m256, 8, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, _mm256_storeu_ps);
+}
+
+__attribute__((target("avx512f"))) double chains_avx512()
+{
+    QKV_BENCH_FMA_CHAINS(__m512, 16, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, _mm512_storeu_ps);
+}
+#endif
+
+#ifdef __aarch64__
+float32x4_t neon_fma(float32x4_t a, float32x4_t b, float32x4_t c) { return vfmaq_f32(c, a, b); }
+
+double chains_neon()
+{
+    QKV_BENCH_FMA_CHAINS(float32x4_t, 4, vdupq_n_f32, neon_fma, vaddq_f32, vst1q_f32);
+}
+#endif
+
+double (*chains_for(qkv_isa isa))()
+{
+    switch (isa) {
+    case QKV_ISA_SCALAR: return chains_scalar;
+#ifdef QKV_BENCH_X86
+    case QKV_ISA_AVX2: return chains_avx2;
+    case QKV_ISA_AVX512: return chains_avx512;
+#endif
+#ifdef __aarch64__
+    case QKV_ISA_NEON: return chains_neon;
+#endif
+    default: return nullptr;
+    }
+}
+
+/* The first run warms up caches and clocks (and the AVX frequency licence); median of the rest. */
+double measure_peak(qkv_isa isa)
+{
+    double (*chains)() = chains_for(isa);
+    if (chains == nullptr || !isa_available(isa))
+        return 0.0;
+    chains();
+    std::array<double, kRuns> runs;
+    for (double &r : runs)
+        r = chains();
+    std::nth_element(runs.begin(), runs.begin() + kRuns / 2, runs.end());
+    return runs[kRuns / 2];
+}
+
+constexpr qkv_isa kAllIsas[] = {QKV_ISA_SCALAR, QKV_ISA_AVX2, QKV_ISA_AVX512, QKV_ISA_NEON};
+
+} // namespace
+
+std::vector<qkv_isa> host_isas()
+{
+    std::vector<qkv_isa> isas;
+    for (qkv_isa isa : kAllIsas)
+        if (isa_available(isa))
+            isas.push_back(isa);
+    return isas;
+}
+
+bool isa_available(qkv_isa isa)
+{
+    const qkv_isa prev = qkv_isa_active();
+    const bool ok = qkv_isa_select(isa) == QKV_OK;
+    qkv_isa_select(prev);
+    return ok;
+}
+
+bool select_isa(benchmark::State &st, qkv_isa isa)
+{
+    if (qkv_isa_select(isa) == QKV_OK)
+        return true;
+    st.SkipWithError((std::string("ISA not available: ") + qkv_isa_name(isa)).c_str());
+    return false;
+}
+
+double fma_peak(qkv_isa isa)
+{
+    /* a function-local static: measured once, thread-safely, for all ISAs together */
+    static const std::array<double, 4> peaks = [] {
+        std::array<double, 4> p{};
+        for (qkv_isa i : kAllIsas)
+            p[i] = measure_peak(i);
+        return p;
+    }();
+    return (unsigned)isa < peaks.size() ? peaks[isa] : 0.0;
+}
+
+void set_flop_counters(benchmark::State &st, double flops_per_iter, qkv_isa isa)
+{
+    st.counters["FLOP/s"] =
+        benchmark::Counter(flops_per_iter * (double)st.iterations(), benchmark::Counter::kIsRate);
+    set_peak_frac(st, flops_per_iter, isa);
+}
+
+void set_peak_frac(benchmark::State &st, double flops_per_iter, qkv_isa isa)
+{
+    const double peak = fma_peak(isa);
+    if (peak > 0.0)
+        st.counters["peak_frac"] =
+            benchmark::Counter(flops_per_iter * (double)st.iterations() / peak, benchmark::Counter::kIsRate);
+}
+
+Buffer alloc_floats(std::size_t n)
+{
+    /* aligned_alloc wants a size that is a multiple of the alignment */
+    const std::size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+    float *p = static_cast<float *>(std::aligned_alloc(64, bytes > 0 ? bytes : 64));
+    if (p == nullptr)
+        throw std::bad_alloc();
+    std::memset(p, 0, bytes); /* maps every page now, not in the first timed iteration */
+    return Buffer(p);
+}
+
+void fill_uniform(float *p, std::size_t n, float lo, float hi, unsigned seed)
+{
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    for (std::size_t i = 0; i < n; i++)
+        p[i] = dist(gen);
+}
+
+int main(int argc, char **argv, void (*register_all)())
+{
+    /* A default min time passed as a flag, not MinTime(): MinTime() would override an
+       explicit --benchmark_min_time and append "/min_time:..." to every name. */
+    static char default_min_time[] = "--benchmark_min_time=0.2";
+    static const char flag[] = "--benchmark_min_time=";
+    std::vector<char *> args(argv, argv + argc);
+    if (std::none_of(args.begin(), args.end(),
+                     [](const char *a) { return std::strncmp(a, flag, sizeof flag - 1) == 0; }))
+        args.insert(args.begin() + 1, default_min_time);
+    int nargs = static_cast<int>(args.size());
+    args.push_back(nullptr);
+    benchmark::Initialize(&nargs, args.data());
+    if (benchmark::ReportUnrecognizedArguments(nargs, args.data()))
+        return 1;
+    benchmark::AddCustomContext("libqkv_version", qkv_version());
+    benchmark::AddCustomContext("libqkv_isa_detected", qkv_isa_name(qkv_isa_detected()));
+    for (qkv_isa isa : host_isas()) {
+        char gflops[32];
+        std::snprintf(gflops, sizeof gflops, "%.2f", fma_peak(isa) * 1e-9);
+        benchmark::AddCustomContext(std::string("fma_peak_gflops_") + qkv_isa_name(isa), gflops);
+    }
+    register_all();
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}
+
+} // namespace qkv_bench

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Builds the Google Benchmark suite (release, build-bench/), runs every benchmark program
+# single-threaded, writes one merged Google Benchmark JSON and prints a summary table
+# (scripts/bench_summary.py).
+#
+#   scripts/bench.sh [--quick] [--json FILE] [--filter REGEX]
+#
+#   --quick         one repetition of 0.05 s per benchmark instead of medians of 3 x 0.2 s
+#   --json FILE     merged JSON output (default build-bench/bench.json)
+#   --filter REGEX  only benchmarks matching REGEX (Google Benchmark --benchmark_filter)
+set -euo pipefail
+
+usage() { sed -n '6,10s/^# \{0,1\}//p' "$0"; }
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=$root/build-bench
+json=$build/bench.json
+quick=0
+filter=
+while (($#)); do
+    case $1 in
+    --quick) quick=1 ;;
+    --json) json=${2:?--json needs a file}; shift ;;
+    --json=*) json=${1#--json=} ;;
+    --filter) filter=${2:?--filter needs a regex}; shift ;;
+    --filter=*) filter=${1#--filter=} ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "bench.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
+    esac
+    shift
+done
+json=$(realpath -m "$json")
+
+# Debian packages: the first six are required, the rest are optional peers. A tool counts
+# as present by its command (it may come from elsewhere), a library by dpkg.
+packages=(meson ninja-build g++ pkg-config python3 libbenchmark-dev
+          libsleef-dev libopenblas-dev libblis-dev libdnnl-dev)
+declare -A command_of=([meson]=meson [ninja-build]=ninja [g++]=g++ [pkg-config]=pkg-config [python3]=python3)
+missing=()
+for p in "${packages[@]}"; do
+    if [[ -n ${command_of[$p]:-} ]]; then
+        command -v "${command_of[$p]}" >/dev/null || missing+=("$p")
+    elif command -v dpkg-query >/dev/null; then
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+    fi
+done
+if ((${#missing[@]})) && ((EUID == 0)) && command -v apt-get >/dev/null; then
+    echo "==> installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+for tool in meson ninja g++ pkg-config python3; do
+    command -v "$tool" >/dev/null || { echo "bench.sh: $tool not found (run as root to install)" >&2; exit 1; }
+done
+
+echo "==> configuring $build"
+cd "$root"
+opts=(--buildtype=release -Dtests=disabled -Dbench=enabled)
+[[ -f $build/meson-private/coredata.dat ]] && opts+=(--reconfigure)
+mkdir -p "$build"
+meson setup "$build" "${opts[@]}" >"$build/setup.log" 2>&1 || { cat "$build/setup.log" >&2; exit 1; }
+# the peers found or skipped
+sed -n '/[Bb]enchmark peers/,/^$/p' "$build/setup.log"
+
+echo "==> building"
+meson compile -C "$build" >"$build/compile.log" 2>&1 || { tail -n 40 "$build/compile.log" >&2; exit 1; }
+
+if ((quick)); then
+    run_args=(--benchmark_min_time=0.05 --benchmark_repetitions=1)
+else
+    run_args=(--benchmark_min_time=0.2 --benchmark_repetitions=3 --benchmark_report_aggregates_only=true)
+fi
+[[ -n $filter ]] && run_args+=("--benchmark_filter=$filter")
+
+mapfile -t programs < <(find "$build/bench" -name '*.p' -prune -o -type f -executable -name 'bench_*' -print | sort)
+((${#programs[@]})) || { echo "bench.sh: no benchmark programs in $build/bench" >&2; exit 1; }
+
+out_dir=$(mktemp -d)
+trap 'rm -rf "$out_dir"' EXIT
+i=0
+for prog in "${programs[@]}"; do
+    i=$((i + 1))
+    name=$(basename "$prog")
+    echo "==> [$i/${#programs[@]}] $name"
+    # libqkv kernels are single-threaded: keep the peers on one thread too
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 BLIS_NUM_THREADS=1 \
+        "$prog" "${run_args[@]}" --benchmark_out="$out_dir/$name.json" --benchmark_out_format=json
+done
+
+mkdir -p "$(dirname "$json")"
+echo
+python3 "$root/scripts/bench_summary.py" --output "$json" "$out_dir"/*.json
+echo
+echo "JSON: $json"

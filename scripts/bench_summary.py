@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Summarise Google Benchmark JSON from the libqkv benchmark programs.
+
+Benchmarks are named kernel/impl/size (dot/avx2/4096, exp/sleef-avx2/65536,
+gemm/qkv-avx2/64x64x64/NN). An impl that is a libqkv ISA (scalar, avx2, avx512, neon),
+optionally prefixed "qkv-", is libqkv; any other impl is a peer. For each
+kernel and size the table lists every libqkv ISA, fastest first and the best marked '*',
+with its median CPU time, rate (GFLOP/s when the benchmark reports FLOP/s, else Gelem/s),
+GB/s, % of the single-core FMA peak, the fastest peer and ratio = peer time / libqkv time
+(> 1: libqkv is faster).
+
+Several input files (one per benchmark program) can be merged into one with --output.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+
+LIBQKV_ISAS = ("scalar", "avx2", "avx512", "neon")
+TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def load(paths):
+    """Merged {"context", "benchmarks"}; the context of the first file, plus every file's
+    fma_peak_* entries (each program measures the peak itself)."""
+    merged = {"context": {}, "benchmarks": []}
+    for path in paths:
+        # Google Benchmark leaves an empty file when --benchmark_filter matched nothing
+        if not os.path.exists(path) or os.path.getsize(path) == 0:
+            print(f"bench_summary: {path}: no results", file=sys.stderr)
+            continue
+        with open(path) as f:
+            data = json.load(f)
+        ctx = data.get("context", {})
+        if not merged["context"]:
+            merged["context"] = dict(ctx)
+        merged["context"].update({k: v for k, v in ctx.items() if k.startswith("fma_peak_")})
+        merged["benchmarks"].extend(data.get("benchmarks", []))
+    return merged
+
+
+def medians(benchmarks):
+    """run_name -> one entry: the 'median' aggregate if the run had repetitions reported as
+    aggregates, else the per-field median of its iteration entries."""
+    aggregates, iterations = {}, {}
+    for b in benchmarks:
+        if b.get("error_occurred"):
+            continue
+        name = b.get("run_name", b["name"])
+        if b.get("run_type") == "aggregate":
+            if b.get("aggregate_name") == "median":
+                aggregates[name] = b
+        else:
+            iterations.setdefault(name, []).append(b)
+    result = dict(aggregates)
+    for name, runs in iterations.items():
+        if name in result:
+            continue
+        entry = dict(runs[0])
+        for key, value in runs[0].items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                entry[key] = statistics.median(r[key] for r in runs)
+        result[name] = entry
+    return result
+
+
+def parse(name, entry):
+    parts = name.split("/")
+    if len(parts) < 3:
+        return None
+    return {
+        "kernel": parts[0],
+        "impl": parts[1],
+        "size": "/".join(parts[2:]),
+        "ns": entry["cpu_time"] * TO_NS[entry.get("time_unit", "ns")],
+        "flops": entry.get("FLOP/s"),
+        "items": entry.get("items_per_second"),
+        "bytes": entry.get("bytes_per_second"),
+        "peak": entry.get("peak_frac"),
+    }
+
+
+def is_libqkv(impl):
+    return impl.removeprefix("qkv-") in LIBQKV_ISAS
+
+
+def size_key(size):
+    """Natural order: 64x64x64 before 128x128x128."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", size)]
+
+
+def fmt_time(ns):
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns:.3g} ns"
+
+
+def fmt_rate(r):
+    if r["flops"] is not None:
+        return f"{r['flops'] * 1e-9:.3g} GFLOP/s"
+    if r["items"] is not None:
+        return f"{r['items'] * 1e-9:.3g} Gelem/s"
+    return "-"
+
+
+def table(rows):
+    header = ["kernel", "n", "libqkv", "time", "rate", "GB/s", "%peak", "best peer", "peer time", "ratio"]
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["kernel"], r["size"]), []).append(r)
+    lines = []
+    for kernel, size in sorted(groups, key=lambda g: (g[0], size_key(g[1]))):
+        group = groups[(kernel, size)]
+        ours = sorted((r for r in group if is_libqkv(r["impl"])), key=lambda r: r["ns"])
+        peer = min((r for r in group if not is_libqkv(r["impl"])), key=lambda r: r["ns"], default=None)
+        for rank, r in enumerate(ours):
+            lines.append([
+                kernel if rank == 0 else "",
+                size if rank == 0 else "",
+                r["impl"] + ("*" if rank == 0 else ""),
+                fmt_time(r["ns"]),
+                fmt_rate(r),
+                f"{r['bytes'] * 1e-9:.1f}" if r["bytes"] is not None else "-",
+                f"{r['peak'] * 100:.1f}" if r["peak"] is not None else "-",
+                peer["impl"] if peer else "-",
+                fmt_time(peer["ns"]) if peer else "-",
+                f"{peer['ns'] / r['ns']:.2f}" if peer else "-",
+            ])
+    widths = [max(len(row[i]) for row in [header] + lines) for i in range(len(header))]
+    numeric = {3, 4, 5, 6, 8, 9}
+    out = []
+    for row in [header] + lines:
+        cells = [c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        out.append("  ".join(cells).rstrip())
+    out.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("files", nargs="+", help="Google Benchmark JSON files (--benchmark_out)")
+    ap.add_argument("-o", "--output", help="write the merged JSON here")
+    args = ap.parse_args()
+
+    data = load(args.files)
+    if args.output:
+        with open(args.output, "w") as f:
+            json.dump(data, f, indent=2)
+    rows = [r for r in (parse(n, e) for n, e in medians(data["benchmarks"]).items()) if r]
+    if not rows:
+        print("bench_summary: no benchmark results", file=sys.stderr)
+        return 1
+
+    ctx = data["context"]
+    peaks = ", ".join(f"{k[len('fma_peak_gflops_'):]} {float(v):.1f}"
+                      for k, v in sorted(ctx.items()) if k.startswith("fma_peak_gflops_"))
+    print(f"host: {ctx.get('host_name', '?')}, {ctx.get('num_cpus', '?')} CPUs at "
+          f"{ctx.get('mhz_per_cpu', '?')} MHz; libqkv {ctx.get('libqkv_version', '?')}, "
+          f"detected ISA {ctx.get('libqkv_isa_detected', '?')}")
+    print(f"single-core FMA peak (GFLOP/s): {peaks or '-'}")
+    print("time: median CPU time per call; ratio = peer time / libqkv time (> 1: libqkv faster)")
+    print()
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
