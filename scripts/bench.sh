@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Google Benchmark suite (release, build-bench/), runs every benchmark program
 # single-threaded, writes one merged Google Benchmark JSON and prints a summary table
-# (scripts/bench_summary.py).
+# (scripts/bench_summary.py) and PNG plots (scripts/plot_bench.py) next to the JSON.
 #
 #   scripts/bench.sh [--quick] [--json FILE] [--filter REGEX]
 #
@@ -31,10 +31,10 @@ while (($#)); do
 done
 json=$(realpath -m "$json")
 
-# Debian packages: the first six are required, the rest are optional peers. A tool counts
+# Debian packages: the first six are required, the rest are optional peers (and plots). A tool counts
 # as present by its command (it may come from elsewhere), a library by dpkg.
 packages=(meson ninja-build g++ pkg-config python3 libbenchmark-dev
-          libsleef-dev libopenblas-dev libblis-dev libdnnl-dev)
+          libsleef-dev libopenblas-dev libblis-dev libdnnl-dev python3-matplotlib)
 declare -A command_of=([meson]=meson [ninja-build]=ninja [g++]=g++ [pkg-config]=pkg-config [python3]=python3)
 missing=()
 for p in "${packages[@]}"; do
@@ -93,3 +93,20 @@ echo
 python3 "$root/scripts/bench_summary.py" --output "$json" "$out_dir"/*.json
 echo
 echo "JSON: $json"
+
+# PNG plots next to the JSON, with whichever python3 has matplotlib (Debian's has it as
+# python3-matplotlib; a python3 earlier on PATH may not)
+plotter=
+for py in python3 /usr/bin/python3; do
+    if command -v "$py" >/dev/null && "$py" -c 'import matplotlib' 2>/dev/null; then
+        plotter=$py
+        break
+    fi
+done
+if [[ -n $plotter ]]; then
+    plot_dir="${json%.json}-plots"
+    echo "plots:"
+    "$plotter" "$root/scripts/plot_bench.py" "$json" -o "$plot_dir" | sed 's/^/  /'
+else
+    echo "plots skipped: no python3 with matplotlib (apt-get install python3-matplotlib)"
+fi

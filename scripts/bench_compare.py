@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Compare two libqkv benchmark runs and flag regressions.
+
+    scripts/bench_compare.py BASE.json NEW.json [--threshold 0.10] [--normalize auto|peak|none]
+
+For every benchmark in both files, the figure compared is the median CPU time (the
+'median' aggregate, or the median of the repetitions). With --normalize peak (the default
+when both runs carry an in-process FMA peak, fma_peak_gflops_<isa> in the context), each
+time is multiplied by that run's peak: time x machine speed is what a slower or faster
+machine does not change, so a uniformly slower machine is not a regression, while one
+kernel falling behind the others is. The peak used is that of the best ISA present in
+both runs (the same one for every benchmark).
+
+A benchmark regressed when new > base x (1 + threshold). Prints a table of changes, lists
+benchmarks present in only one file, and exits 1 naming every regression, 0 when there is
+none, 2 when an input is missing, empty or not Google Benchmark JSON.
+"""
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_summary import TO_NS, medians  # noqa: E402
+
+ISA_ORDER = ("avx512", "avx2", "neon", "scalar")
+
+
+class BadInput(Exception):
+    pass
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no such file")
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise BadInput(f"{path}: not valid JSON ({e})")
+    if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
+        raise BadInput(f"{path}: not Google Benchmark JSON (no 'benchmarks' list)")
+    try:
+        runs = medians(data["benchmarks"])
+        times = {name: float(b["cpu_time"]) * TO_NS[b.get("time_unit", "ns")] for name, b in runs.items()}
+    except (KeyError, TypeError, ValueError) as e:
+        raise BadInput(f"{path}: malformed benchmark entry ({e!r})")
+    if not times:
+        raise BadInput(f"{path}: no benchmark results")
+    ctx = data.get("context") or {}
+    peaks = {}
+    for isa in ISA_ORDER:
+        try:
+            peaks[isa] = float(ctx[f"fma_peak_gflops_{isa}"])
+        except (KeyError, TypeError, ValueError):
+            pass
+    return times, peaks
+
+
+def fmt_ns(ns):
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns:.3g} ns"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("base")
+    ap.add_argument("new")
+    ap.add_argument("--threshold", type=float, default=0.10,
+                    help="relative slowdown that counts as a regression (0.10 = 10%%)")
+    ap.add_argument("--normalize", choices=("auto", "peak", "none"), default="auto")
+    args = ap.parse_args(argv)
+    try:
+        base, base_peaks = load(args.base)
+        new, new_peaks = load(args.new)
+    except BadInput as e:
+        print(f"bench_compare: {e}", file=sys.stderr)
+        return 2
+
+    common_isa = next((i for i in ISA_ORDER if i in base_peaks and i in new_peaks), None)
+    if args.normalize == "peak" and common_isa is None:
+        print("bench_compare: --normalize peak, but the runs share no fma_peak_gflops_* entry", file=sys.stderr)
+        return 2
+    use_peak = args.normalize != "none" and common_isa is not None
+    speed_base = base_peaks[common_isa] if use_peak else 1.0
+    speed_new = new_peaks[common_isa] if use_peak else 1.0
+    how = (f"time x FMA peak ({common_isa}: base {speed_base:.1f}, new {speed_new:.1f} GFLOP/s)"
+           if use_peak else "raw CPU time")
+    print(f"comparing {how}; regression = more than {args.threshold:.0%} slower")
+
+    names = sorted(set(base) & set(new))
+    width = max([len(n) for n in names] + [9])
+    print(f"{'benchmark':<{width}}  {'base':>10}  {'new':>10}  {'change':>8}")
+    regressed = []
+    for name in names:
+        change = (new[name] * speed_new) / (base[name] * speed_base) - 1.0
+        mark = ""
+        if change > args.threshold:
+            mark = "  REGRESSED"
+            regressed.append((name, change))
+        elif change < -args.threshold:
+            mark = "  faster"
+        print(f"{name:<{width}}  {fmt_ns(base[name]):>10}  {fmt_ns(new[name]):>10}  {change:>+8.1%}{mark}")
+    for label, only in (("only in base", set(base) - set(new)), ("only in new", set(new) - set(base))):
+        if only:
+            print(f"{label} ({len(only)}): {', '.join(sorted(only))}")
+    if regressed:
+        print(f"{len(regressed)} regression(s) beyond {args.threshold:.0%}:")
+        for name, change in regressed:
+            print(f"  {name}: {change:+.1%}")
+        return 1
+    print(f"no regression beyond {args.threshold:.0%} in {len(names)} benchmarks")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Tests of scripts/bench_compare.py on synthetic Google Benchmark JSON:
+identical runs pass; one benchmark 2x slower is caught and named; a machine 1.3x slower
+in everything, its FMA peak included, is not a regression; repetitions are reduced to
+their median (one outlier does not flag); benchmarks in one file only are listed, not
+errors; malformed, empty or missing input exits 2."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "bench_compare.py")
+failures = 0
+
+
+def run(base, new, *extra):
+    p = subprocess.run([sys.executable, SCRIPT, base, new, *extra], capture_output=True, text=True)
+    return p.returncode, p.stdout + p.stderr
+
+
+def check(cond, what, output=""):
+    global failures
+    if not cond:
+        failures += 1
+        print(f"FAIL: {what}\n{output}")
+    else:
+        print(f"ok: {what}")
+
+
+def write(dirname, name, times, peak=100.0, reps=1, outlier=None):
+    """times: benchmark name -> cpu_time in ns; reps > 1 writes iteration entries."""
+    benchmarks = []
+    for bname, t in times.items():
+        for r in range(reps):
+            tt = t * (outlier if (outlier and r == 0 and bname == "dot/avx2/4096") else 1.0)
+            benchmarks.append({"name": bname, "run_name": bname, "run_type": "iteration",
+                               "repetitions": reps, "repetition_index": r, "iterations": 100,
+                               "real_time": tt, "cpu_time": tt, "time_unit": "ns"})
+    doc = {"context": {"fma_peak_gflops_avx2": f"{peak:.2f}", "fma_peak_gflops_scalar": f"{peak / 8:.2f}"},
+           "benchmarks": benchmarks}
+    path = os.path.join(dirname, name)
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    return path
+
+
+def main():
+    base_times = {"dot/avx2/4096": 170.0, "exp/avx2/4096": 1460.0, "softmax/avx2/4096": 2540.0,
+                  "gemm/qkv-avx2/1024x1024x1024/NN": 2.3e7, "dot/openblas/4096": 177.0}
+    with tempfile.TemporaryDirectory() as d:
+        base = write(d, "base.json", base_times, reps=3)
+        same = write(d, "same.json", base_times, reps=3)
+        rc, out = run(base, same)
+        check(rc == 0 and "no regression" in out, "identical runs pass", out)
+
+        slow = dict(base_times)
+        slow["exp/avx2/4096"] *= 2.0
+        rc, out = run(base, write(d, "slow.json", slow))
+        check(rc == 1 and "exp/avx2/4096" in out.split("regression(s)")[-1], "a 2x slowdown is caught and named", out)
+        check("softmax/avx2/4096" not in out.split("regression(s)")[-1], "only the slowed benchmark is named", out)
+
+        uniform = {k: v * 1.3 for k, v in base_times.items()}
+        rc, out = run(base, write(d, "uniform.json", uniform, peak=100.0 / 1.3))
+        check(rc == 0, "a uniformly 1.3x slower machine (peak too) is not a regression", out)
+        rc, out = run(base, write(d, "uniform2.json", uniform, peak=100.0 / 1.3), "--normalize", "none")
+        check(rc == 1, "... but is one in raw time (--normalize none)", out)
+
+        rc, out = run(base, write(d, "outlier.json", base_times, reps=3, outlier=5.0))
+        check(rc == 0, "one outlier repetition does not flag (median)", out)
+
+        gross = dict(base_times)
+        gross["softmax/avx2/4096"] *= 1.6
+        rc, out = run(base, write(d, "gross.json", gross), "--threshold", "1.0")
+        check(rc == 0, "1.6x passes the gross-regression threshold (1.0 = 2x)", out)
+        gross["softmax/avx2/4096"] *= 2.0
+        rc, out = run(base, write(d, "gross2.json", gross), "--threshold", "1.0")
+        check(rc == 1, "3.2x fails the gross-regression threshold", out)
+
+        extra = dict(base_times)
+        extra["sdpa/avx2/1024x64"] = 1e6
+        del extra["dot/openblas/4096"]
+        rc, out = run(base, write(d, "extra.json", extra))
+        check(rc == 0 and "only in new" in out and "only in base" in out, "one-sided benchmarks are listed", out)
+
+        bad = os.path.join(d, "bad.json")
+        with open(bad, "w") as f:
+            f.write('{"benchmarks": [')
+        rc, out = run(base, bad)
+        check(rc == 2 and "bad.json" in out, "malformed JSON exits 2 with a message", out)
+        empty = os.path.join(d, "empty.json")
+        open(empty, "w").close()
+        rc, out = run(empty, base)
+        check(rc == 2, "empty file exits 2", out)
+        with open(bad, "w") as f:
+            json.dump({"benchmarks": []}, f)
+        rc, out = run(base, bad)
+        check(rc == 2, "no results exits 2", out)
+        with open(bad, "w") as f:
+            json.dump({"benchmarks": [{"name": "x", "cpu_time": "fast"}]}, f)
+        rc, out = run(base, bad)
+        check(rc == 2, "a malformed entry exits 2", out)
+        rc, out = run(base, os.path.join(d, "missing.json"))
+        check(rc == 2, "a missing file exits 2", out)
+    print(f"test_bench_compare: {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
