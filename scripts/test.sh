@@ -205,5 +205,17 @@ step package scripts/package.sh
 unset PKG_CONFIG_PATH LD_LIBRARY_PATH
 grep -h "tar.gz\| bytes " "$pkgdir/package.log" || true
 
+# ---- gross performance regressions: scripts/bench.sh --quick against the committed
+# baseline of this machine kind, failing only beyond 2x (time x in-process FMA peak), so a
+# kernel that fell back to scalar speed or lost its dispatch is caught without flaking on
+# noise. QKV_TEST_BENCH=0 skips it.
+baseline=$root/bench/baseline/quick-$(uname -m).json
+if [ "${QKV_TEST_BENCH:-1}" != 0 ] && [ -f "$baseline" ]; then
+    echo "== benchmark regression check (quick run vs ${baseline#"$root"/}, threshold 2x)"
+    step bench-quick scripts/bench.sh --quick --json "$pkgdir/bench-quick.json"
+    step bench-regression python3 scripts/bench_compare.py "$baseline" "$pkgdir/bench-quick.json" --threshold 1.0
+    tail -n 3 "$pkgdir/bench-regression.log"
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

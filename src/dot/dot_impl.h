@@ -5,8 +5,11 @@
  * masked (or buffered) vector filled with 0. Reduction is pairwise: (a0+a1)+(a2+a3), then
  * across lanes. Error <= 2 n FLT_EPSILON sum |a_i b_i| (each lane sums n/(4 VL) terms). */
 
+#include <assert.h>
+
 float QKV_FN(qkv_dot)(const float *a, const float *b, size_t n)
 {
+    assert(n == 0 || (a != NULL && b != NULL));
     vf acc0 = vf_zero(), acc1 = vf_zero(), acc2 = vf_zero(), acc3 = vf_zero();
     size_t i = 0;
     for (; i + 4 * VL <= n; i += 4 * VL) {

@@ -4,8 +4,11 @@
  * y == x works because each vector is loaded before it is stored. */
 #include "exp/exp_core.h"
 
+#include <assert.h>
+
 void QKV_FN(qkv_exp)(const float *x, float *y, size_t n)
 {
+    assert(n == 0 || (x != NULL && y != NULL));
     size_t i = 0;
     for (; i + 2 * VL <= n; i += 2 * VL) {
         const vf a = vf_exp(vf_load(x + i));

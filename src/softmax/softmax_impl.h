@@ -16,6 +16,7 @@
  * NaN: pass 1 ignores NaN lanes on x86 and propagates them on NEON; either way a NaN
  * reaches the sum in pass 2 and the whole row becomes NaN. y == x is fine: pass 2 reads
  * each vector before writing it. */
+#include <assert.h>
 #include <math.h>
 
 #include "exp/exp_core.h"
@@ -51,6 +52,7 @@ static float row_extreme(const float *x, size_t n, int want_max)
 
 void QKV_FN(qkv_softmax)(const float *x, float *y, size_t n, float scale)
 {
+    assert(n == 0 || (x != NULL && y != NULL));
     if (n == 0)
         return;
     const float r = row_extreme(x, n, scale >= 0.0f);
