@@ -78,6 +78,101 @@ QKV_API void qkv_exp(const float *x, float *y, size_t n);
    (or a scaled +inf) makes the whole row NaN; n == 0 does nothing. */
 QKV_API void qkv_softmax(const float *x, float *y, size_t n, float scale);
 
+/* ---- Matrix multiply -------------------------------------------------------------- */
+
+typedef enum qkv_trans { QKV_NOTRANS = 0, QKV_TRANS = 1 } qkv_trans;
+
+/* C (m x n) = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T as ta/tb say; op(A) is
+   m x k, op(B) is k x n, all row-major: A is stored m x k (lda >= k) or, with QKV_TRANS,
+   k x m (lda >= m); B is k x n (ldb >= n) or, with QKV_TRANS, n x k (ldb >= k); ldc >= n.
+   beta == 0: C is written without being read (NaN in C does not propagate).
+   m == 0 or n == 0: nothing to do, QKV_OK (a, b, c may then be NULL).
+   k == 0 or alpha == 0: C = beta * C, A and B are not read (may be NULL only if k == 0).
+   Only the m x n window of C is written; padding columns of C are never touched.
+   Error <= 2 k FLT_EPSILON sum_p |a_ip b_pj| per result (plus the rounding of alpha, beta).
+   Status: QKV_ERR_ARG for a bad ta/tb, an ld below its minimum, or a NULL a, b (k > 0) or c;
+   QKV_ERR_SIZE if a matrix would span more than PTRDIFF_MAX bytes; QKV_ERR_NOMEM if the
+   packing workspace (allocated once per call, a few MiB at most: (MC + NC) x KC floats of
+   the active ISA) cannot be allocated.
+   C must not overlap A or B. On any error C is unchanged. Thread-safe; single-threaded. */
+QKV_API qkv_status qkv_gemm(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k,
+                            float alpha, const float *a, size_t lda,
+                            const float *b, size_t ldb,
+                            float beta, float *c, size_t ldc);
+
+/* ---- Attention --------------------------------------------------------------------- *
+ * All inputs contiguous row-major; outputs must not overlap inputs. Every function checks
+ * all arguments before writing anything: on any error no output byte is modified.
+ * Status: QKV_ERR_ARG for a NULL pointer, a zero size, unknown flag bits (and below the
+ * other cases named); QKV_ERR_SIZE if a matrix would span more than PTRDIFF_MAX bytes or a
+ * workspace is too small; QKV_ERR_NOMEM if an internal allocation fails. */
+
+/* query i attends key j only if j <= i + (n_kv - n_q) (bottom-right aligned, so a KV-cache
+   decode step is the same call as a prefill); a query row with no visible key (possible
+   only when n_kv < n_q) gets an all-zero output row */
+#define QKV_CAUSAL 1u
+
+/* The simple self-attention, no weights and no scaling: W = softmax(X X^T) row-wise,
+   Z = W X. x: n x d, z: n x d, weights: n x n or NULL (not computed). Z comes from the
+   fused kernel of qkv_sdpa (no n x n buffer); W from qkv_dot and qkv_softmax. */
+QKV_API qkv_status qkv_attention_simple(const float *x, size_t n, size_t d, float *z, float *weights);
+
+/* Scaled dot-product attention, one head: O = softmax(scale Q K^T [+ causal mask]) V.
+   q: n_q x d_k, k: n_kv x d_k, v: n_kv x d_v, o: n_q x d_v; any n_q, n_kv, d_k, d_v >= 1.
+   scale <= 0 means 1/sqrt(d_k); a NaN or infinite scale is QKV_ERR_ARG. flags: 0 or
+   QKV_CAUSAL. One fused FlashAttention-2 style pass: no n_q x n_kv buffer; the workspace
+   (allocated once per call) is O(tile x (d_k + d_v)) floats, independent of n_q and n_kv
+   (d = 64: 137 KiB). Error per output: the GEMM bound on the scores and on P V, exp within
+   1 ULP, stable for logits of any magnitude. */
+QKV_API qkv_status qkv_sdpa(const float *q, const float *k, const float *v, float *o,
+                            size_t n_q, size_t n_kv, size_t d_k, size_t d_v,
+                            float scale, unsigned flags);
+
+/* Self-attention with trainable weights: Q = X Wq, K = X Wk, V = X Wv (qkv_gemm), then
+   Z = softmax(Q K^T / sqrt(d_out) [+ causal mask]) V (the qkv_sdpa kernel).
+   x: n x d_in; wq, wk, wv: d_in x d_out each; z: n x d_out; flags as qkv_sdpa.
+   Allocates 3 n d_out floats, the sdpa workspace and the GEMM packing once per call. */
+QKV_API qkv_status qkv_self_attention(const float *x, size_t n, size_t d_in,
+                                      const float *wq, const float *wk, const float *wv, size_t d_out,
+                                      unsigned flags, float *z);
+
+/* Multi-head attention: Transformer encoder self-attention, masked decoder
+   self-attention (QKV_CAUSAL) and decoder-encoder cross-attention. */
+typedef struct qkv_mha {
+    size_t d_model;                 /* E; E % n_heads == 0; head size E / n_heads */
+    size_t n_heads;                 /* h */
+    const float *wq, *wk, *wv, *wo; /* E x E each */
+    const float *bq, *bk, *bv, *bo; /* E each, or NULL for no bias */
+    int torch_layout;               /* 0: W is (in x out), y = x W + b.
+                                       1: W is (out x in) as torch.nn.Linear, y = x W^T + b */
+} qkv_mha;
+
+/* Exact workspace bytes of qkv_mha_forward(m, any batch, ., n_q, ., n_kv, ...): Q, K, V of
+   one batch item and the sdpa tile workspace, plus 64 bytes of alignment slack (any ws
+   pointer works). For self-attention pass n_kv = n_q. Independent of the active ISA.
+   0 if m is NULL or invalid (as qkv_mha_forward checks it), n_q or n_kv is 0, or the
+   size overflows. */
+QKV_API size_t qkv_mha_workspace_size(const qkv_mha *m, size_t n_q, size_t n_kv);
+
+/* x_q: batch x n_q x E; x_kv: batch x n_kv x E, or NULL for self-attention (then n_kv is
+   taken to be n_q, whatever is passed); out: batch x n_q x E. Head i uses columns
+   [i E/h, (i+1) E/h) of Q = x_q Wq + bq, K = x_kv Wk + bk, V = x_kv Wv + bv, scale
+   1/sqrt(E/h); the heads are concatenated in place and projected: out = concat Wo + bo.
+   flags: 0 or QKV_CAUSAL (masked decoder self-attention). With torch_layout = 1,
+   in_proj_weight[0:E], [E:2E], [2E:3E] and out_proj.weight of a
+   torch.nn.MultiheadAttention(E, h, batch_first=True) plug in directly.
+   ws: ws_size bytes of workspace, any alignment, or NULL (allocated and freed inside).
+   Status: QKV_ERR_ARG for a NULL m, x_q, out or weight, E or h or batch or n_q zero,
+   E % h != 0, x_kv given with n_kv = 0, torch_layout not 0/1, unknown flag bits;
+   QKV_ERR_SIZE for ws_size < qkv_mha_workspace_size(m, n_q, n_kv) (with ws != NULL) or a
+   size overflow; QKV_ERR_NOMEM only if ws is NULL and the one allocation fails. With a
+   workspace the call allocates nothing (the projections' GEMM packing lives in it too). */
+QKV_API qkv_status qkv_mha_forward(const qkv_mha *m, size_t batch,
+                                   const float *x_q, size_t n_q,
+                                   const float *x_kv, size_t n_kv,
+                                   unsigned flags, float *out,
+                                   void *ws, size_t ws_size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -26,20 +26,28 @@
 
 static const qkv_kernels table_scalar = {
     QKV_ISA_SCALAR, qkv_dot_scalar, qkv_exp_scalar, qkv_softmax_scalar,
+    .gemm = &qkv_gemm_scalar,
+    .attn_update = qkv_attn_update_scalar,
 };
 #ifdef QKV_HAVE_AVX2
 static const qkv_kernels table_avx2 = {
     QKV_ISA_AVX2, qkv_dot_avx2, qkv_exp_avx2, qkv_softmax_avx2,
+    .gemm = &qkv_gemm_avx2,
+    .attn_update = qkv_attn_update_avx2,
 };
 #endif
 #ifdef QKV_HAVE_AVX512
 static const qkv_kernels table_avx512 = {
     QKV_ISA_AVX512, qkv_dot_avx512, qkv_exp_avx512, qkv_softmax_avx512,
+    .gemm = &qkv_gemm_avx512,
+    .attn_update = qkv_attn_update_avx512,
 };
 #endif
 #ifdef QKV_HAVE_NEON
 static const qkv_kernels table_neon = {
     QKV_ISA_NEON, qkv_dot_neon, qkv_exp_neon, qkv_softmax_neon,
+    .gemm = &qkv_gemm_neon,
+    .attn_update = qkv_attn_update_neon,
 };
 #endif
 
@@ -128,6 +136,23 @@ static const qkv_kernels *table_for(qkv_isa isa)
     default:
         return &table_scalar;
     }
+}
+
+const qkv_kernels *qkv_kernels_built(size_t i)
+{
+    static const qkv_kernels *const built[] = {
+        &table_scalar,
+#ifdef QKV_HAVE_AVX2
+        &table_avx2,
+#endif
+#ifdef QKV_HAVE_AVX512
+        &table_avx512,
+#endif
+#ifdef QKV_HAVE_NEON
+        &table_neon,
+#endif
+    };
+    return i < sizeof built / sizeof built[0] ? built[i] : NULL;
 }
 
 /* ---- the active table --------------------------------------------------------------- */

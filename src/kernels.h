@@ -5,7 +5,8 @@
  *   dot(a, b, n)           sum of a[i]*b[i], n == 0 -> 0
  *   exp(x, y, n)           y[i] = exp(x[i]), y == x allowed
  *   softmax(x, y, n, s)    y = softmax(s * x), y == x allowed
- * None reads or writes outside [0, n) of its arrays, for any alignment. */
+ * None reads or writes outside [0, n) of its arrays, for any alignment.
+ * The GEMM kernels (gemm field) have their own contract below. */
 #ifndef QKV_KERNELS_H
 #define QKV_KERNELS_H
 
@@ -17,21 +18,101 @@ typedef float (*qkv_dot_fn)(const float *a, const float *b, size_t n);
 typedef void (*qkv_exp_fn)(const float *x, float *y, size_t n);
 typedef void (*qkv_softmax_fn)(const float *x, float *y, size_t n, float scale);
 
+/* ---- GEMM microkernel contract ---------------------------------------------------------
+ * Written once here; gemm/driver.c (with gemm/pack.c) is its only caller, gemm/<isa>-<tile>.c
+ * (through gemm/ukernel_impl.h) its only implementations. In the style of BLIS KernelsHowTo.
+ *
+ * Register tile. Each ISA fixes MR x NR, the tile of C its microkernel keeps in registers,
+ * and the cache blocking MC (rows of A per block, packed or in place; lives in L2), KC
+ * (depth of one rank-KC update; a KC x NR micropanel of B stays in L1) and NC (columns of
+ * B packed per block, L3). MC is a multiple of MR and NC a multiple of NR. The numbers
+ * live in the ISA's qkv_gemm_kernels, next to the code whose registers they describe, and
+ * the table points at it, so packing and microkernel can never disagree.
+ *
+ * Packed operands (gemm/pack.c). A micropanel is MR rows of op(A) x kc columns stored
+ * column by column: element (i, p) at a[p * MR + i]. A B micropanel is kc rows of op(B) x NR
+ * columns stored row by row: element (p, j) at b[p * NR + j]. Rows or columns past the edge
+ * of the matrix are zero. The packed blocks start 64-byte aligned; the kernels use
+ * unaligned loads, so micropanels inside a block need not be.
+ *
+ * ukernel(k, a, rs_a, cs_a, b, c, ldc, alpha, beta):
+ *   C[i * ldc + j] = alpha * sum_{p < k} A(i, p) * b[p * NR + j] + beta * C[i * ldc + j],
+ *   A(i, p) = a[i * rs_a + p * cs_a], for all i < MR, j < NR: the full tile, always.
+ *   A is a packed micropanel (rs_a = 1, cs_a = MR) or, when the driver skips packing A,
+ *   MR full rows of op(A) read in place (rs_a = lda, cs_a = 1, or transposed rs_a = 1,
+ *   cs_a = lda). B is always a packed micropanel. beta == 0 means C is only written (never
+ *   read, so NaN or garbage there does not propagate). k >= 1. The kernel reads only the
+ *   MR x k elements A(i, p) and b[0 .. k*NR). Edge tiles are the driver's business: it
+ *   packs a partial row panel (zero rows), points c at an MR x NR scratch tile (ldc = NR,
+ *   beta = 0) for a partial tile and merges the valid part into C itself.
+ *
+ * M = 1 (decode) skips packing; two streaming kernels read the operands in place:
+ *   gemv_t(n, k, alpha, x, b, ldb, beta, y): y[j] = alpha * sum_p x[p] * b[j * ldb + p] + beta * y[j]
+ *                                         (op(B) transposed: each output is a dot of two rows)
+ *   gemv_n(n, k, alpha, x, incx, b, ldb, beta, y):
+ *                                   y[j] = alpha * sum_p x[p * incx] * b[p * ldb + j] + beta * y[j]
+ *                                         (op(B) as stored: y is an accumulation of axpys)
+ *   for j < n, n >= 1, k >= 1; beta == 0 never reads y. They touch only the elements named. */
+typedef void (*qkv_gemm_ukernel_fn)(size_t k, const float *a, size_t rs_a, size_t cs_a, const float *b, float *c,
+                                    size_t ldc, float alpha, float beta);
+typedef void (*qkv_gemv_t_fn)(size_t n, size_t k, float alpha, const float *x, const float *b, size_t ldb,
+                              float beta, float *y);
+typedef void (*qkv_gemv_n_fn)(size_t n, size_t k, float alpha, const float *x, size_t incx, const float *b,
+                              size_t ldb, float beta, float *y);
+
+typedef struct qkv_gemm_kernels {
+    qkv_gemm_ukernel_fn ukernel;
+    qkv_gemv_t_fn gemv_t;
+    qkv_gemv_n_fn gemv_n;
+    size_t mr, nr;     /* register tile */
+    size_t mc, kc, nc; /* cache blocking */
+} qkv_gemm_kernels;
+
+/* ---- Attention: one online-softmax step (attention/online_softmax_impl.h) -------------
+ * attn_update(rows, cols, s, lds, m, l, o, ldo, d_o), s a rows x cols tile of scores S^T
+ * (row j = key j, column i = query i, s[j * lds + i]), m and l the running max and sum of
+ * the cols queries, o their cols x d_o output accumulator (o[i * ldo + t]). For each i:
+ *   mx = max(m[i], max_j s[j, i]);  a = exp(m[i] - mx);  s[j, i] = exp(s[j, i] - mx);
+ *   l[i] = a l[i] + sum_j s[j, i];  m[i] = mx;  o[i, :] *= a  (skipped when a == 1).
+ * Preconditions: rows >= 1, cols and d_o multiples of the ISA's vector length, every
+ * m[i] >= -FLT_MAX (so a fully masked column, all -inf, gives zeros and a = 1, never NaN).
+ * attention/sdpa.c computes s and o around it with the GEMM kernels above, so it is their
+ * second caller besides gemm/driver.c: full MR x NR tiles only, B micropanels packed by
+ * itself to the layout above, A in place (rows of K; columns of s, rs_a = 1, cs_a = lds). */
+typedef void (*qkv_attn_update_fn)(size_t rows, size_t cols, float *s, size_t lds, float *m, float *l, float *o,
+                                   size_t ldo, size_t d_o);
+
 typedef struct qkv_kernels {
     qkv_isa isa;
     qkv_dot_fn dot;
     qkv_exp_fn exp;
     qkv_softmax_fn softmax;
+    const qkv_gemm_kernels *gemm;
+    qkv_attn_update_fn attn_update;
 } qkv_kernels;
 
 /* The table in use now (never NULL). */
 const qkv_kernels *qkv_kernels_active(void);
+/* The i-th table this build carries (whether or not this CPU runs it), NULL past the last:
+   for bounds that must hold whichever ISA is selected later (workspace sizes). */
+const qkv_kernels *qkv_kernels_built(size_t i);
+
+/* qkv_gemm for drivers that bring their own memory (gemm/driver.c). ws is NULL (the call
+   allocates, and may return QKV_ERR_NOMEM) or 64-byte aligned with at least
+   qkv_gemm_workspace_floats(ta, tb, m, n, k) floats (then it never allocates). The bound
+   holds for every ISA of the build, so it may be computed before an ISA switch. */
+size_t qkv_gemm_workspace_floats(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k);
+qkv_status qkv_gemm_ws(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k, float alpha, const float *a,
+                       size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc, float *ws);
 
 /* Per-ISA kernels: defined in <op>/<isa>.c, compiled with that ISA's flags only. */
 #define QKV_DECLARE_ISA(isa)                                                    \
     float qkv_dot_##isa(const float *a, const float *b, size_t n);               \
     void qkv_exp_##isa(const float *x, float *y, size_t n);                      \
-    void qkv_softmax_##isa(const float *x, float *y, size_t n, float scale);
+    void qkv_softmax_##isa(const float *x, float *y, size_t n, float scale);     \
+    extern const qkv_gemm_kernels qkv_gemm_##isa;                               \
+    void qkv_attn_update_##isa(size_t rows, size_t cols, float *s, size_t lds, float *m, float *l, float *o, \
+                               size_t ldo, size_t d_o);
 
 QKV_DECLARE_ISA(scalar)
 QKV_DECLARE_ISA(avx2)

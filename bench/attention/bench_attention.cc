@@ -1,0 +1,250 @@
+/* bench_attention: qkv_sdpa on every host ISA against the unfused composite a user would
+ * write from library parts, and qkv_mha_forward, all single-threaded.
+ *
+ * Names: sdpa/<impl>/<N>x<d>/<full|causal> with impl qkv-<isa> or "unfused" (S = Q K^T by
+ * OpenBLAS or oneDNN sgemm into an N x N buffer, a row softmax with SLEEF's AVX2 expf or
+ * libqkv's qkv_softmax, the causal rows only over their visible prefix, O = P V by sgemm);
+ * mha/qkv-<isa>/E<E>h<h>n<n> (self-attention, batch 1, biases, torch_layout 0);
+ * decode/qkv-<isa>/<n_q>x<n_kv>x<d> (the n_q <= 4 path, counter GB/s of K and V streamed).
+ * FLOPs: sdpa 4 N^2 d (causal: half of it), mha 8 n E^2 (four projections) + 4 n^2 E.
+ * Counters FLOP/s and peak_frac (composite: against the best host ISA). Use medians:
+ * --benchmark_repetitions=5 --benchmark_report_aggregates_only=true, and for OpenBLAS
+ * OPENBLAS_NUM_THREADS=1 (the program also calls openblas_set_num_threads(1)). */
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "qkv.h"
+
+#ifdef QKV_BENCH_HAVE_OPENBLAS
+#include <cblas.h>
+#define QKV_BENCH_HAVE_SGEMM 1
+#elif defined(QKV_BENCH_HAVE_DNNL)
+#include <dnnl.h>
+#define QKV_BENCH_HAVE_SGEMM 1
+#endif
+#ifdef QKV_BENCH_HAVE_SLEEF
+#include <immintrin.h>
+#include <sleef.h>
+extern "C" __m256 Sleef_expf8_u10avx2(__m256);
+#endif
+
+namespace {
+
+struct Shape {
+    std::size_t n, d;
+    bool causal;
+};
+
+const std::vector<Shape> kShapes = {
+    {256, 64, false},  {256, 64, true},   {1024, 64, false}, {1024, 64, true},  {2048, 64, false},
+    {2048, 64, true},  {4096, 64, false}, {4096, 64, true},  {1024, 128, false}, {4096, 128, true},
+};
+
+/* the scalar ISA only where one call stays well under a second */
+constexpr double kScalarMaxFlops = 3e8;
+
+double sdpa_flops(const Shape &s)
+{
+    const double f = 4.0 * (double)s.n * (double)s.n * (double)s.d;
+    return s.causal ? f / 2.0 : f;
+}
+
+#ifdef QKV_BENCH_HAVE_SGEMM
+/* C (m x n) = A (m x k) op(B), row-major, beta 0 */
+void sgemm(bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float *a, const float *b,
+           float *c)
+{
+#ifdef QKV_BENCH_HAVE_OPENBLAS
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, alpha, a,
+                (int)k, b, (int)(trans_b ? k : n), 0.0f, c, (int)n);
+#else
+    dnnl_sgemm('N', trans_b ? 'T' : 'N', (dnnl_dim_t)m, (dnnl_dim_t)n, (dnnl_dim_t)k, alpha, a, (dnnl_dim_t)k, b,
+               (dnnl_dim_t)(trans_b ? k : n), 0.0f, c, (dnnl_dim_t)n);
+#endif
+}
+
+#ifdef QKV_BENCH_HAVE_SLEEF
+/* y = softmax(x) over n elements: max pass, SLEEF exp-store-sum pass, scale pass */
+__attribute__((target("avx2,fma"))) void softmax_sleef(float *x, std::size_t n)
+{
+    __m256 vmax = _mm256_set1_ps(-INFINITY);
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + i));
+    alignas(32) float lane[8];
+    _mm256_store_ps(lane, vmax);
+    float m = *std::max_element(lane, lane + 8);
+    for (; i < n; i++)
+        m = std::max(m, x[i]);
+    const __m256 vm = _mm256_set1_ps(m);
+    __m256 vsum = _mm256_setzero_ps();
+    for (i = 0; i + 8 <= n; i += 8) {
+        const __m256 e = Sleef_expf8_u10avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+        _mm256_storeu_ps(x + i, e);
+        vsum = _mm256_add_ps(vsum, e);
+    }
+    _mm256_store_ps(lane, vsum);
+    float sum = 0.0f;
+    for (float l : lane)
+        sum += l;
+    for (; i < n; i++)
+        sum += (x[i] = std::exp(x[i] - m));
+    const __m256 vinv = _mm256_set1_ps(1.0f / sum);
+    for (i = 0; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
+    for (; i < n; i++)
+        x[i] *= 1.0f / sum;
+}
+#endif
+
+void softmax_row(float *x, std::size_t n)
+{
+#ifdef QKV_BENCH_HAVE_SLEEF
+    static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (avx2) {
+        softmax_sleef(x, n);
+        return;
+    }
+#endif
+    qkv_softmax(x, x, n, 1.0f);
+}
+
+/* the composite: S = scale Q K^T (full), row softmax (causal: over the visible prefix,
+   the rest zeroed), O = P V (full) */
+void unfused(const Shape &s, const float *q, const float *k, const float *v, float *o, float *scores)
+{
+    const std::size_t n = s.n;
+    sgemm(true, n, n, s.d, 1.0f / std::sqrt((float)s.d), q, k, scores);
+    for (std::size_t i = 0; i < n; i++) {
+        float *row = scores + i * n;
+        const std::size_t vis = s.causal ? i + 1 : n;
+        softmax_row(row, vis);
+        std::fill(row + vis, row + n, 0.0f);
+    }
+    sgemm(false, n, s.d, n, 1.0f, scores, v, o);
+}
+#endif
+
+void bm_sdpa(benchmark::State &st, const Shape &s, bool is_qkv, qkv_isa isa)
+{
+    if (is_qkv && !qkv_bench::select_isa(st, isa))
+        return;
+    const std::size_t n = s.n, d = s.d;
+    qkv_bench::Buffer q = qkv_bench::alloc_floats(n * d), k = qkv_bench::alloc_floats(n * d),
+                      v = qkv_bench::alloc_floats(n * d), o = qkv_bench::alloc_floats(n * d);
+    qkv_bench::fill_uniform(q.get(), n * d, -1.0f, 1.0f, 1);
+    qkv_bench::fill_uniform(k.get(), n * d, -1.0f, 1.0f, 2);
+    qkv_bench::fill_uniform(v.get(), n * d, -1.0f, 1.0f, 3);
+    qkv_bench::Buffer scores = qkv_bench::alloc_floats(is_qkv ? 1 : n * n);
+    for (auto _ : st) {
+        if (is_qkv) {
+            if (qkv_sdpa(q.get(), k.get(), v.get(), o.get(), n, n, d, d, 0.0f, s.causal ? QKV_CAUSAL : 0) != QKV_OK) {
+                st.SkipWithError("qkv_sdpa failed");
+                return;
+            }
+        } else {
+#ifdef QKV_BENCH_HAVE_SGEMM
+            unfused(s, q.get(), k.get(), v.get(), o.get(), scores.get());
+#endif
+        }
+        benchmark::DoNotOptimize(o.get());
+        benchmark::ClobberMemory();
+    }
+    qkv_bench::set_flop_counters(st, sdpa_flops(s), isa);
+}
+
+void bm_mha(benchmark::State &st, std::size_t E, std::size_t h, std::size_t n, qkv_isa isa)
+{
+    if (!qkv_bench::select_isa(st, isa))
+        return;
+    qkv_bench::Buffer w = qkv_bench::alloc_floats(4 * E * E), b = qkv_bench::alloc_floats(4 * E),
+                      x = qkv_bench::alloc_floats(n * E), out = qkv_bench::alloc_floats(n * E);
+    qkv_bench::fill_uniform(w.get(), 4 * E * E, -0.05f, 0.05f, 4);
+    qkv_bench::fill_uniform(b.get(), 4 * E, -0.1f, 0.1f, 5);
+    qkv_bench::fill_uniform(x.get(), n * E, -1.0f, 1.0f, 6);
+    const float *W = w.get(), *B = b.get();
+    const qkv_mha m = {E, h, W, W + E * E, W + 2 * E * E, W + 3 * E * E, B, B + E, B + 2 * E, B + 3 * E, 0};
+    const std::size_t ws_size = qkv_mha_workspace_size(&m, n, n);
+    qkv_bench::Buffer ws = qkv_bench::alloc_floats(ws_size / sizeof(float) + 1);
+    for (auto _ : st) {
+        if (qkv_mha_forward(&m, 1, x.get(), n, nullptr, n, 0, out.get(), ws.get(), ws_size) != QKV_OK) {
+            st.SkipWithError("qkv_mha_forward failed");
+            return;
+        }
+        benchmark::DoNotOptimize(out.get());
+        benchmark::ClobberMemory();
+    }
+    qkv_bench::set_flop_counters(st, 8.0 * n * E * E + 4.0 * n * n * E, isa);
+}
+
+void bm_decode(benchmark::State &st, std::size_t n_q, std::size_t n_kv, std::size_t d, qkv_isa isa)
+{
+    if (!qkv_bench::select_isa(st, isa))
+        return;
+    qkv_bench::Buffer q = qkv_bench::alloc_floats(n_q * d), k = qkv_bench::alloc_floats(n_kv * d),
+                      v = qkv_bench::alloc_floats(n_kv * d), o = qkv_bench::alloc_floats(n_q * d);
+    qkv_bench::fill_uniform(q.get(), n_q * d, -1.0f, 1.0f, 7);
+    qkv_bench::fill_uniform(k.get(), n_kv * d, -1.0f, 1.0f, 8);
+    qkv_bench::fill_uniform(v.get(), n_kv * d, -1.0f, 1.0f, 9);
+    for (auto _ : st) {
+        if (qkv_sdpa(q.get(), k.get(), v.get(), o.get(), n_q, n_kv, d, d, 0.0f, QKV_CAUSAL) != QKV_OK) {
+            st.SkipWithError("qkv_sdpa failed");
+            return;
+        }
+        benchmark::DoNotOptimize(o.get());
+        benchmark::ClobberMemory();
+    }
+    st.counters["GB/s"] = benchmark::Counter(2.0 * n_kv * d * sizeof(float), benchmark::Counter::kIsIterationInvariantRate,
+                                             benchmark::Counter::kIs1000);
+    qkv_bench::set_flop_counters(st, 4.0 * n_q * n_kv * d, isa);
+}
+
+void register_all()
+{
+#if defined(QKV_BENCH_HAVE_OPENBLAS) && defined(QKV_BENCH_HAVE_OPENBLAS_SET_NUM_THREADS)
+    openblas_set_num_threads(1);
+#endif
+    const qkv_isa best = qkv_isa_detected();
+    for (const Shape &s : kShapes) {
+        const std::string size = std::to_string(s.n) + "x" + std::to_string(s.d) + (s.causal ? "/causal" : "/full");
+        for (qkv_isa isa : qkv_bench::host_isas()) {
+            if (isa == QKV_ISA_SCALAR && sdpa_flops(s) > kScalarMaxFlops)
+                continue;
+            benchmark::RegisterBenchmark(("sdpa/qkv-" + std::string(qkv_isa_name(isa)) + "/" + size).c_str(),
+                                         [s, isa](benchmark::State &st) { bm_sdpa(st, s, true, isa); })
+                ->Unit(benchmark::kMillisecond);
+        }
+#ifdef QKV_BENCH_HAVE_SGEMM
+        benchmark::RegisterBenchmark(("sdpa/unfused/" + size).c_str(),
+                                     [s, best](benchmark::State &st) { bm_sdpa(st, s, false, best); })
+            ->Unit(benchmark::kMillisecond);
+#endif
+    }
+    /* K and V of 16384 x 64: 8 MiB, beyond L2: streamed from L3 / memory */
+    for (std::size_t n_q : {1, 4})
+        for (qkv_isa isa : qkv_bench::host_isas())
+            benchmark::RegisterBenchmark(("decode/qkv-" + std::string(qkv_isa_name(isa)) + "/" + std::to_string(n_q) +
+                                          "x16384x64").c_str(),
+                                         [n_q, isa](benchmark::State &st) { bm_decode(st, n_q, 16384, 64, isa); })
+                ->Unit(benchmark::kMicrosecond);
+    for (std::size_t n : {128, 512, 2048})
+        for (qkv_isa isa : qkv_bench::host_isas()) {
+            if (isa == QKV_ISA_SCALAR && n > 128)
+                continue;
+            benchmark::RegisterBenchmark(("mha/qkv-" + std::string(qkv_isa_name(isa)) + "/E512h8n" + std::to_string(n)).c_str(),
+                                         [n, isa](benchmark::State &st) { bm_mha(st, 512, 8, n, isa); })
+                ->Unit(benchmark::kMillisecond);
+        }
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    return qkv_bench::main(argc, argv, register_all);
+}

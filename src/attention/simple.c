@@ -1,0 +1,40 @@
+/* qkv_attention_simple: the textbook weightless self-attention.
+ *
+ *   W = softmax(X X^T) row-wise,  Z = W X          X: n x d, no scaling
+ *
+ * Z comes from the fused sdpa kernel (attention/sdpa.c) with q = k = v = X and scale 1, so
+ * no n x n buffer is needed when the weights are not asked for. If they are, each row of W
+ * is n dot products (the table's dot) followed by the table's softmax, written straight
+ * into the caller's n x n array. Workspace: the sdpa tile workspace, allocated before any
+ * output is written (so QKV_ERR_NOMEM leaves z and weights untouched); the weights pass
+ * allocates nothing. Accuracy: as qkv_sdpa, and the weights as qkv_dot + qkv_softmax. */
+#include <stdlib.h>
+
+#include "attention/attention.h"
+
+qkv_status qkv_attention_simple(const float *x, size_t n, size_t d, float *z, float *weights)
+{
+    if (!x || !z || !n || !d)
+        return QKV_ERR_ARG;
+    if (!qkv_floats_ok(n, d) || (weights && !qkv_floats_ok(n, n)))
+        return QKV_ERR_SIZE;
+    const size_t bytes = qkv_sdpa_workspace_size(d, d);
+    if (bytes == 0)
+        return QKV_ERR_SIZE;
+    float *ws = aligned_alloc(64, bytes);
+    if (ws == NULL)
+        return QKV_ERR_NOMEM;
+    const qkv_kernels *t = qkv_kernels_active();
+    const qkv_sdpa_view a = {x, x, x, z, n, n, d, d, d, d, d, d, 1.0f, 0};
+    qkv_sdpa_run(t, &a, ws);
+    free(ws);
+    if (weights) {
+        for (size_t i = 0; i < n; i++) {
+            float *wi = weights + i * n;
+            for (size_t j = 0; j < n; j++)
+                wi[j] = t->dot(x + i * d, x + j * d, d); /* (X X^T)_ij */
+            t->softmax(wi, wi, n, 1.0f);
+        }
+    }
+    return QKV_OK;
+}

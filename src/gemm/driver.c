@@ -1,0 +1,238 @@
+/* qkv_gemm: argument checks, the special cases, and the Goto/BLIS five-loop driver.
+ *
+ *   C = alpha * op(A) * op(B) + beta * C        op(A): m x k, op(B): k x n, row-major
+ *
+ * Paths, in order:
+ *   k == 0 or alpha == 0   C = beta * C (A and B are not read; beta == 0 writes zeros)
+ *   m == 1 (decode)        no packing: op(B) transposed -> gemv_t (one dot per output, rows
+ *                          of B streamed), else gemv_n (axpys over the rows of B)
+ *   otherwise              blocked: for jc (NC columns) / pc (KC depth, pack B) / ic (MC
+ *                          rows; pack A if transposed, else read in place) / jr (NR) /
+ *                          ir (MR): microkernel on an MR x NR tile
+ * The first KC block applies the caller's beta, later blocks accumulate (beta = 1), so
+ * beta == 0 never reads C. Edge tiles go through a scratch tile and only their valid part
+ * is merged into C, so nothing outside the m x n window of C is read or written.
+ * The tile and blocking sizes come from the active ISA's table (kernels.h). One workspace
+ * (packed A block or edge panel, packed B block, scratch tile; or the gathered x of the
+ * m == 1 path) is allocated per call, or supplied by the caller through qkv_gemm_ws().
+ * Every macro-tile is an independent work item once B is packed, ready for a
+ * caller-supplied thread pool.
+ * Compiled with baseline flags: all arithmetic happens in the ISA kernels, except the
+ * O(mn) scaling for k == 0 and the edge merge. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm/pack.h"
+#include "kernels.h"
+
+static size_t min_size(size_t x, size_t y)
+{
+    return x < y ? x : y;
+}
+
+static size_t round_up(size_t x, size_t m)
+{
+    return (x + m - 1) / m * m;
+}
+
+/* 1 if a rows x cols matrix with leading dimension ld spans at most PTRDIFF_MAX bytes
+   (ld >= cols is already checked) */
+static int extent_fits(size_t rows, size_t cols, size_t ld)
+{
+    const size_t max = (size_t)PTRDIFF_MAX / sizeof(float);
+    if (rows == 0 || cols == 0)
+        return 1;
+    return cols <= max && rows - 1 <= (max - cols) / ld;
+}
+
+/* C = beta * C, beta == 0 without reading C */
+static void scale_c(size_t m, size_t n, float beta, float *c, size_t ldc)
+{
+    if (beta == 1.0f)
+        return;
+    for (size_t i = 0; i < m; i++) {
+        float *ci = c + i * ldc;
+        if (beta == 0.0f)
+            memset(ci, 0, n * sizeof(float));
+        else
+            for (size_t j = 0; j < n; j++)
+                ci[j] *= beta;
+    }
+}
+
+/* the valid rows x cols of a scratch tile t (already alpha * AB) into C */
+static void merge_tile(size_t rows, size_t cols, const float *t, size_t ldt, float beta, float *c, size_t ldc)
+{
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++)
+            c[i * ldc + j] = beta == 0.0f ? t[i * ldt + j] : t[i * ldt + j] + beta * c[i * ldc + j];
+}
+
+/* workspace floats of one call with the kernels g: the gathered x of the m == 1 path, or
+   the packed A block (or edge panel), packed B block and scratch tile of the blocked path */
+static size_t ws_floats(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k)
+{
+    if (m == 1)
+        return ta == QKV_TRANS && tb == QKV_TRANS ? round_up(k, 16) : 0;
+    const size_t k_blocks = (k + g->kc - 1) / g->kc;
+    const size_t kc_max = (k + k_blocks - 1) / k_blocks;
+    const size_t mc_max = min_size(g->mc, round_up(m, g->mr));
+    const size_t nc_max = min_size(g->nc, round_up(n, g->nr));
+    return round_up((ta == QKV_TRANS ? mc_max : g->mr) * kc_max, 16) + round_up(kc_max * nc_max, 16) +
+           round_up(g->mr * g->nr, 16);
+}
+
+size_t qkv_gemm_workspace_floats(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k)
+{
+    if (m == 0 || n == 0 || k == 0)
+        return 0;
+    size_t most = 0;
+    for (size_t i = 0; qkv_kernels_built(i) != NULL; i++) {
+        const size_t f = ws_floats(qkv_kernels_built(i)->gemm, ta, tb, m, n, k);
+        most = f > most ? f : most;
+    }
+    return most;
+}
+
+/* m == 1: op(A) is the row a[0..k) (QKV_NOTRANS) or the column a[p * lda] (QKV_TRANS) */
+static void gemm_row(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, size_t n, size_t k, float alpha,
+                     const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c, float *ws)
+{
+    const size_t inca = ta == QKV_TRANS ? lda : 1;
+    if (tb == QKV_NOTRANS) {
+        g->gemv_n(n, k, alpha, a, inca, b, ldb, beta, c);
+        return;
+    }
+    /* gemv_t loads x as vectors: gather a strided column once */
+    if (inca != 1) {
+        for (size_t p = 0; p < k; p++)
+            ws[p] = a[p * inca];
+        a = ws;
+    }
+    g->gemv_t(n, k, alpha, a, b, ldb, beta, c);
+}
+
+/* The A operand of one macro-kernel: row panel ir (a multiple of MR) starts at
+   a + ir * step, A(i, p) of it at [i * rs + p * cs]. Panels at or past n_full are the
+   packed partial panel edge (rs = 1, cs = MR). */
+typedef struct a_block {
+    const float *a, *edge;
+    size_t rs, cs, step, n_full;
+} a_block;
+
+/* mc x nc block of C = alpha * A (mc x kc) * packed B (kc x nc) + beta * C */
+static void macro_kernel(const qkv_gemm_kernels *g, size_t mc, size_t nc, size_t kc, float alpha, const a_block *A,
+                         const float *bp, float beta, float *c, size_t ldc, float *tile)
+{
+    const size_t MR = g->mr, NR = g->nr;
+    for (size_t jr = 0; jr < nc; jr += NR) {
+        const size_t nr = min_size(NR, nc - jr);
+        const float *b_panel = bp + jr * kc; /* stays in L1 across the ir loop */
+        for (size_t ir = 0; ir < mc; ir += MR) {
+            const size_t mr = min_size(MR, mc - ir);
+            const int full = ir < A->n_full;
+            const float *a_panel = full ? A->a + ir * A->step : A->edge;
+            const size_t rs = full ? A->rs : 1, cs = full ? A->cs : MR;
+            float *cij = c + ir * ldc + jr;
+            if (mr == MR && nr == NR) {
+                g->ukernel(kc, a_panel, rs, cs, b_panel, cij, ldc, alpha, beta);
+            } else {
+                g->ukernel(kc, a_panel, rs, cs, b_panel, tile, NR, alpha, 0.0f);
+                merge_tile(mr, nr, tile, NR, beta, cij, ldc);
+            }
+        }
+    }
+}
+
+static void gemm_blocked(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k,
+                         float alpha, const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c,
+                         size_t ldc, float *ws)
+{
+    const size_t MR = g->mr, NR = g->nr;
+    /* blocks no larger than the problem; k split into equal KC blocks (k = 300 with KC 256:
+       150 + 150, not 256 + 44) so that every block amortizes the microkernel epilogue */
+    const size_t k_blocks = (k + g->kc - 1) / g->kc;
+    const size_t kc_max = (k + k_blocks - 1) / k_blocks;
+    const size_t mc_max = min_size(g->mc, round_up(m, MR));
+    const size_t nc_max = min_size(g->nc, round_up(n, NR));
+    /* A row-major A (QKV_NOTRANS) is read in place: per k step the microkernel broadcasts
+       one float from each of MR rows, which walk forward together, so a row panel costs
+       MR streams of L1 lines, the same lines packing would have read, without the copy
+       (measured on Zen 4: as fast as packing for N >= 512, 1.4x faster at 4096 x 64 x 4096
+       where an A panel meets only 4 B panels). Only a partial last row panel is packed, to
+       zero-pad it. A
+       transposed A would put each k step on its own cache line: that one is packed. */
+    const int pack_a = ta == QKV_TRANS;
+    /* the layout that ws_floats() sized */
+    const size_t a_len = round_up((pack_a ? mc_max : MR) * kc_max, 16), b_len = round_up(kc_max * nc_max, 16);
+    float *ap = ws, *bp = ws + a_len, *tile = bp + b_len;
+    const size_t a_rs = ta == QKV_TRANS ? 1 : lda, a_cs = ta == QKV_TRANS ? lda : 1; /* op(A)(i, p) in place */
+
+    for (size_t jc = 0; jc < n; jc += nc_max) {
+        const size_t nc = min_size(nc_max, n - jc);
+        for (size_t pc = 0; pc < k; pc += kc_max) {
+            const size_t kc = min_size(kc_max, k - pc);
+            const float beta_pc = pc == 0 ? beta : 1.0f;
+            qkv_gemm_pack_b(tb, kc, nc, tb == QKV_TRANS ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, NR, bp);
+            for (size_t ic = 0; ic < m; ic += mc_max) {
+                const size_t mc = min_size(mc_max, m - ic);
+                const float *a_ic = a + ic * a_rs + pc * a_cs; /* op(A)(ic, pc) */
+                a_block A;
+                if (pack_a) {
+                    qkv_gemm_pack_a(ta, mc, kc, a_ic, lda, MR, ap);
+                    A = (a_block){ap, ap, 1, MR, kc, mc};
+                } else {
+                    const size_t n_full = mc - mc % MR;
+                    if (n_full < mc)
+                        qkv_gemm_pack_a(ta, mc - n_full, kc, a_ic + n_full * a_rs, lda, MR, ap);
+                    A = (a_block){a_ic, ap, a_rs, a_cs, a_rs, n_full};
+                }
+                macro_kernel(g, mc, nc, kc, alpha, &A, bp, beta_pc, c + ic * ldc + jc, ldc, tile);
+            }
+        }
+    }
+}
+
+qkv_status qkv_gemm(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
+                    const float *b, size_t ldb, float beta, float *c, size_t ldc)
+{
+    return qkv_gemm_ws(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL);
+}
+
+qkv_status qkv_gemm_ws(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k, float alpha, const float *a,
+                       size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc, float *ws)
+{
+    if ((unsigned)ta > QKV_TRANS || (unsigned)tb > QKV_TRANS)
+        return QKV_ERR_ARG;
+    /* stored shapes: A is a_rows x a_cols, B is b_rows x b_cols */
+    const size_t a_rows = ta == QKV_TRANS ? k : m, a_cols = ta == QKV_TRANS ? m : k;
+    const size_t b_rows = tb == QKV_TRANS ? n : k, b_cols = tb == QKV_TRANS ? k : n;
+    if (lda < a_cols || ldb < b_cols || ldc < n)
+        return QKV_ERR_ARG;
+    if (m == 0 || n == 0)
+        return QKV_OK;
+    if (c == NULL || (k > 0 && (a == NULL || b == NULL)))
+        return QKV_ERR_ARG;
+    if (!extent_fits(m, n, ldc) || !extent_fits(a_rows, a_cols, lda) || !extent_fits(b_rows, b_cols, ldb))
+        return QKV_ERR_SIZE;
+
+    if (k == 0 || alpha == 0.0f) {
+        scale_c(m, n, beta, c, ldc);
+        return QKV_OK;
+    }
+    const qkv_gemm_kernels *g = qkv_kernels_active()->gemm;
+    const size_t need = ws_floats(g, ta, tb, m, n, k);
+    float *owned = NULL;
+    if (ws == NULL && need > 0) {
+        ws = owned = aligned_alloc(64, round_up(need * sizeof(float), 64)); /* the driver's one allocator */
+        if (ws == NULL)
+            return QKV_ERR_NOMEM;
+    }
+    if (m == 1)
+        gemm_row(g, ta, tb, n, k, alpha, a, lda, b, ldb, beta, c, ws);
+    else
+        gemm_blocked(g, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, ws);
+    free(owned);
+    return QKV_OK;
+}

@@ -1,0 +1,207 @@
+/* GEMM kernels written once against the vector layer, instantiated by gemm/<isa>-<tile>.c
+ * after its simd/<isa>.h. The contract (packed layouts, beta == 0, edges) is in kernels.h.
+ * The instantiating file defines:
+ *   QKV_FN(name)   name##_<isa>
+ *   GEMM_MR        rows of the C tile: one broadcast of A per row and k step
+ *   GEMM_NV        vectors per tile row, so NR = GEMM_NV * VL
+ *   GEMM_MC, GEMM_KC, GEMM_NC   cache blocking (MC % MR == 0, NC % NR == 0)
+ * and gets the constant qkv_gemm_<isa> that the ISA's table points at.
+ *
+ * Microkernel: a rank-1 update per k step. Load the NV vectors of one B micropanel row,
+ * then for each of the MR rows broadcast one A value and do NV FMAs into that row's
+ * accumulators. Register budget: MR * NV accumulators + NV B vectors + 1 broadcast, which
+ * the tile of each ISA keeps within its register file (see the header of the ISA file).
+ * The loops have constant bounds and are fully unrolled, so acc[][] lives in registers.
+ * A is read through MR row pointers that advance by cs_a per k step, which serves a
+ * packed panel (cs_a = MR) and rows of A in place (cs_a = 1) alike.
+ * Each output is one chain of k FMAs: error <= k * FLT_EPSILON * sum |a_p b_p| (+ alpha,
+ * beta roundings), inside the 2 k FLT_EPSILON bound of the API. */
+
+#include <assert.h>
+
+#define GEMM_NR (GEMM_NV * VL)
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define GEMM_UNROLL _Pragma("GCC unroll 32")
+#elif defined(__clang__)
+#define GEMM_UNROLL _Pragma("unroll")
+#else
+#define GEMM_UNROLL
+#endif
+
+static void QKV_FN(gemm_ukernel)(size_t k, const float *restrict a, size_t rs_a, size_t cs_a, const float *restrict b,
+                                 float *restrict c, size_t ldc, float alpha, float beta)
+{
+    assert(k >= 1 && a != NULL && b != NULL && c != NULL && ldc >= GEMM_NR);
+    const float *ar[GEMM_MR]; /* row pointers: A(i, p) = ar[i][p * cs_a] */
+    GEMM_UNROLL
+    for (int i = 0; i < GEMM_MR; i++)
+        ar[i] = a + i * rs_a;
+    vf acc[GEMM_MR][GEMM_NV];
+    GEMM_UNROLL
+    for (int i = 0; i < GEMM_MR; i++) {
+        __builtin_prefetch(c + (size_t)i * ldc, 1);
+        __builtin_prefetch(c + (size_t)i * ldc + GEMM_NR - 1, 1);
+        GEMM_UNROLL
+        for (int v = 0; v < GEMM_NV; v++)
+            acc[i][v] = vf_zero();
+    }
+    for (size_t p = 0; p < k; p++) {
+        vf bv[GEMM_NV];
+        GEMM_UNROLL
+        for (int v = 0; v < GEMM_NV; v++)
+            bv[v] = vf_load(b + v * VL);
+        GEMM_UNROLL
+        for (int i = 0; i < GEMM_MR; i++) {
+            const vf ai = vf_set1(*ar[i]); /* broadcast A(i, p) */
+            GEMM_UNROLL
+            for (int v = 0; v < GEMM_NV; v++)
+                acc[i][v] = vf_fma(ai, bv[v], acc[i][v]); /* C(i, :) += A(i, p) * B(p, :) */
+        }
+        GEMM_UNROLL
+        for (int i = 0; i < GEMM_MR; i++)
+            ar[i] += cs_a;
+        b += GEMM_NR;
+    }
+    const vf va = vf_set1(alpha);
+    if (beta == 0.0f) { /* write-only: C may hold NaN */
+        GEMM_UNROLL
+        for (int i = 0; i < GEMM_MR; i++) {
+            GEMM_UNROLL
+            for (int v = 0; v < GEMM_NV; v++)
+                vf_store(c + (size_t)i * ldc + v * VL, vf_mul(va, acc[i][v]));
+        }
+    } else {
+        const vf vb = vf_set1(beta);
+        GEMM_UNROLL
+        for (int i = 0; i < GEMM_MR; i++) {
+            GEMM_UNROLL
+            for (int v = 0; v < GEMM_NV; v++) {
+                float *cp = c + (size_t)i * ldc + v * VL;
+                vf_store(cp, vf_fma(vb, vf_load(cp), vf_mul(va, acc[i][v]))); /* beta C + alpha AB */
+            }
+        }
+    }
+}
+
+/* ---- M = 1: streaming kernels, operands read in place ---------------------------------
+ * Decode (1 x n x k) has no reuse to pack for: every element of B is used once, so these
+ * kernels only have to stream B at memory speed with enough FMA chains in flight. */
+
+/* alpha * dot + beta * y, reading y only when beta != 0 */
+static inline float QKV_FN(gemv_out)(float dot, float alpha, float beta, const float *y)
+{
+    return beta == 0.0f ? alpha * dot : alpha * dot + beta * *y;
+}
+
+/* R rows of B (R = 4 or 1) dotted with x, two accumulator chains per row so that four rows
+   keep 8 FMAs in flight (2 ports x 4 cycles). The k tail is one masked vector. */
+static inline __attribute__((always_inline)) void QKV_FN(gemv_t_rows)(int R, size_t k, float alpha, const float *x,
+                                                                      const float *b, size_t ldb, float beta,
+                                                                      float *y)
+{
+    vf s[4], t[4];
+    GEMM_UNROLL
+    for (int r = 0; r < R; r++)
+        s[r] = t[r] = vf_zero();
+    size_t p = 0;
+    for (; p + 2 * VL <= k; p += 2 * VL) {
+        const vf x0 = vf_load(x + p), x1 = vf_load(x + p + VL);
+        GEMM_UNROLL
+        for (int r = 0; r < R; r++) {
+            s[r] = vf_fma(x0, vf_load(b + r * ldb + p), s[r]);
+            t[r] = vf_fma(x1, vf_load(b + r * ldb + p + VL), t[r]);
+        }
+    }
+    if (p + VL <= k) {
+        const vf x0 = vf_load(x + p);
+        GEMM_UNROLL
+        for (int r = 0; r < R; r++)
+            s[r] = vf_fma(x0, vf_load(b + r * ldb + p), s[r]);
+        p += VL;
+    }
+    if (p < k) {
+        const vf x0 = vf_load_n(x + p, k - p, 0.0f);
+        GEMM_UNROLL
+        for (int r = 0; r < R; r++)
+            t[r] = vf_fma(x0, vf_load_n(b + r * ldb + p, k - p, 0.0f), t[r]);
+    }
+    GEMM_UNROLL
+    for (int r = 0; r < R; r++)
+        y[r] = QKV_FN(gemv_out)(vf_reduce_add(vf_add(s[r], t[r])), alpha, beta, y + r);
+}
+
+static void QKV_FN(gemv_t)(size_t n, size_t k, float alpha, const float *x, const float *b, size_t ldb, float beta,
+                           float *y)
+{
+    assert(n >= 1 && k >= 1 && x != NULL && b != NULL && y != NULL && ldb >= k);
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4)
+        QKV_FN(gemv_t_rows)(4, k, alpha, x, b + j * ldb, ldb, beta, y + j);
+    for (; j < n; j++)
+        QKV_FN(gemv_t_rows)(1, k, alpha, x, b + j * ldb, ldb, beta, y + j);
+}
+
+/* w = VL: a full vector; w < VL: the masked last one */
+static inline vf QKV_FN(gemv_load)(const float *p, size_t w)
+{
+    return w == VL ? vf_load(p) : vf_load_n(p, w, 0.0f);
+}
+
+static inline void QKV_FN(gemv_store)(float *y, size_t w, vf acc, float alpha, float beta)
+{
+    vf r = vf_mul(vf_set1(alpha), acc);
+    if (beta != 0.0f)
+        r = vf_fma(vf_set1(beta), QKV_FN(gemv_load)(y, w), r);
+    if (w == VL)
+        vf_store(y, r);
+    else
+        vf_store_n(y, w, r);
+}
+
+/* Column blocks of 8 vectors: one broadcast of x[p] feeds 8 independent FMA chains. The
+   remaining columns go one vector at a time with k split over 4 chains (p mod 4). */
+static void QKV_FN(gemv_n)(size_t n, size_t k, float alpha, const float *x, size_t incx, const float *b, size_t ldb,
+                           float beta, float *y)
+{
+    assert(n >= 1 && k >= 1 && x != NULL && b != NULL && y != NULL && ldb >= n);
+    size_t j = 0;
+    for (; j + 8 * VL <= n; j += 8 * VL) {
+        vf acc[8];
+        GEMM_UNROLL
+        for (int v = 0; v < 8; v++)
+            acc[v] = vf_zero();
+        for (size_t p = 0; p < k; p++) {
+            const vf xp = vf_set1(x[p * incx]);
+            const float *bp = b + p * ldb + j;
+            GEMM_UNROLL
+            for (int v = 0; v < 8; v++)
+                acc[v] = vf_fma(xp, vf_load(bp + v * VL), acc[v]); /* y(j..) += x(p) B(p, j..) */
+        }
+        GEMM_UNROLL
+        for (int v = 0; v < 8; v++)
+            QKV_FN(gemv_store)(y + j + v * VL, VL, acc[v], alpha, beta);
+    }
+    for (; j < n; j += VL) {
+        const size_t w = n - j < VL ? n - j : VL;
+        vf acc[4];
+        GEMM_UNROLL
+        for (int q = 0; q < 4; q++)
+            acc[q] = vf_zero();
+        size_t p = 0;
+        for (; p + 4 <= k; p += 4) {
+            GEMM_UNROLL
+            for (int q = 0; q < 4; q++)
+                acc[q] = vf_fma(vf_set1(x[(p + q) * incx]), QKV_FN(gemv_load)(b + (p + q) * ldb + j, w), acc[q]);
+        }
+        for (; p < k; p++)
+            acc[0] = vf_fma(vf_set1(x[p * incx]), QKV_FN(gemv_load)(b + p * ldb + j, w), acc[0]);
+        QKV_FN(gemv_store)(y + j, w, vf_add(vf_add(acc[0], acc[1]), vf_add(acc[2], acc[3])), alpha, beta);
+    }
+}
+
+const qkv_gemm_kernels QKV_FN(qkv_gemm) = {
+    QKV_FN(gemm_ukernel), QKV_FN(gemv_t), QKV_FN(gemv_n), GEMM_MR, GEMM_NR, GEMM_MC, GEMM_KC, GEMM_NC,
+};
+
+_Static_assert(GEMM_MC % GEMM_MR == 0 && GEMM_NC % GEMM_NR == 0, "blocking must hold whole micropanels");

@@ -1,0 +1,269 @@
+/* qkv_gemm against a double-precision reference, for every ISA the host supports.
+ *
+ * Tolerance (API.md): |c - ref| <= 2 k FLT_EPSILON |alpha| sum_p |a_ip b_pj| + 2 FLT_EPSILON |beta c0|.
+ * Every case runs all four transpose combinations. Shapes: 1x1x1, primes, one below/at/past
+ * every tile and blocking size of the active ISA (MR, NR, MC, KC, NC), k == 1, several KC
+ * blocks, the attention shapes (S = Q K^T with K = 64/128, O = P V with N = 64), and the
+ * M = 1 decode path (contiguous and strided x). alpha in {1, -0.5, 0}, beta in {0, 1, 0.5};
+ * beta == 0 runs on a C full of NaN. Leading dimensions larger than the width: the padding
+ * columns of C must stay bit-identical. A, B and C end (or start) at a PROT_NONE page.
+ * Then every bad argument: its status, with C bit-identical; allocation failure included. */
+#include "common.h" /* first: it defines _GNU_SOURCE */
+
+#include <stdint.h>
+
+#include "kernels.h"
+
+#include "alloc_hook.h"
+
+typedef struct gemm_case {
+    qkv_trans ta, tb;
+    size_t m, n, k, lda, ldb, ldc;
+    float alpha, beta;
+    int where; /* GUARD_AFTER or GUARD_BEFORE */
+} gemm_case;
+
+/* floats spanned by a rows x cols matrix with leading dimension ld */
+static size_t extent(size_t rows, size_t cols, size_t ld)
+{
+    return rows && cols ? (rows - 1) * ld + cols : 0;
+}
+
+static void fill_random(float *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = rng_uniform(-1.0f, 1.0f);
+}
+
+static void run_case(const gemm_case *t)
+{
+    const size_t a_rows = t->ta ? t->k : t->m, a_cols = t->ta ? t->m : t->k;
+    const size_t b_rows = t->tb ? t->n : t->k, b_cols = t->tb ? t->k : t->n;
+    const size_t na = extent(a_rows, a_cols, t->lda), nb = extent(b_rows, b_cols, t->ldb);
+    const size_t nc = extent(t->m, t->n, t->ldc);
+    guarded ga, gb, gc;
+    float *a = guarded_alloc(&ga, na, t->where), *b = guarded_alloc(&gb, nb, t->where);
+    float *c = guarded_alloc(&gc, nc, t->where);
+    float *c0 = malloc((nc ? nc : 1) * sizeof(float));
+    fill_random(a, na);
+    fill_random(b, nb);
+    for (size_t i = 0; i < nc; i++) /* beta == 0: C must not be read, so poison it */
+        c[i] = t->beta == 0.0f ? NAN : rng_uniform(-1.0f, 1.0f);
+    memcpy(c0, c, nc * sizeof(float));
+
+    const qkv_status st = qkv_gemm(t->ta, t->tb, t->m, t->n, t->k, t->alpha, a, t->lda, b, t->ldb, t->beta, c, t->ldc);
+    CHECK(st == QKV_OK, "status %d", (int)st);
+
+    long bad = 0;
+    double worst = 0.0;
+    for (size_t i = 0; i < t->m; i++) {
+        for (size_t j = 0; j < t->n; j++) {
+            double s = 0.0, mag = 0.0;
+            for (size_t p = 0; p < t->k; p++) {
+                const double x = t->ta ? a[p * t->lda + i] : a[i * t->lda + p];
+                const double y = t->tb ? b[j * t->ldb + p] : b[p * t->ldb + j];
+                s += x * y;
+                mag += fabs(x * y);
+            }
+            const double cin = c0[i * t->ldc + j];
+            const double ref = t->alpha * s + (t->beta == 0.0f ? 0.0 : t->beta * cin);
+            const double tol = 2.0 * (double)t->k * FLT_EPSILON * fabs(t->alpha) * mag +
+                               (t->beta == 0.0f ? 0.0 : 2.0 * FLT_EPSILON * fabs(t->beta * cin)) + FLT_MIN;
+            const double err = fabs((double)c[i * t->ldc + j] - ref);
+            if (!(err <= tol)) {
+                if (bad++ == 0)
+                    worst = err;
+                if (bad == 1)
+                    fprintf(stderr, "    C(%zu,%zu) = %.9g, ref %.9g, tol %.3g\n", i, j, c[i * t->ldc + j], ref, tol);
+            }
+        }
+        for (size_t j = t->n; j < t->ldc && i + 1 < t->m && nc > 0; j++) /* padding columns */
+            if (float_to_bits(c[i * t->ldc + j]) != float_to_bits(c0[i * t->ldc + j]))
+                bad++;
+    }
+    CHECK(bad == 0, "gemm ta=%d tb=%d m=%zu n=%zu k=%zu ld=%zu/%zu/%zu alpha=%g beta=%g: %ld bad (first err %.3g)",
+          (int)t->ta, (int)t->tb, t->m, t->n, t->k, t->lda, t->ldb, t->ldc, t->alpha, t->beta, bad, worst);
+    CHECK(guarded_free(&ga) && guarded_free(&gb) && guarded_free(&gc), "canary m=%zu n=%zu k=%zu", t->m, t->n, t->k);
+    free(c0);
+}
+
+/* one shape: the four transpose combinations, each with all nine (alpha, beta) pairs when
+   the shape is small, otherwise with one pair taken in turn from a running counter; the
+   counter also rotates the padding of the leading dimensions and the guard side */
+static void run_shape(size_t m, size_t n, size_t k, unsigned *counter)
+{
+    static const float alphas[] = {1.0f, -0.5f, 0.0f}, betas[] = {0.0f, 1.0f, 0.5f};
+    static const size_t pads[] = {0, 3, 16};
+    const int all = (double)m * n * k <= 100000.0;
+    for (int tr = 0; tr < 4; tr++) {
+        for (int ab = 0; ab < (all ? 9 : 1); ab++) {
+            const unsigned s = (*counter)++;
+            const int pair = all ? ab : (int)(s % 9);
+            gemm_case t = {(qkv_trans)(tr & 1), (qkv_trans)(tr >> 1), m, n, k, 0, 0, 0,
+                           alphas[pair / 3], betas[pair % 3], (int)(s % 2)};
+            t.lda = (t.ta ? m : k) + pads[s % 3];
+            t.ldb = (t.tb ? k : n) + pads[(s / 3) % 3];
+            t.ldc = n + pads[(s / 9) % 3];
+            run_case(&t);
+        }
+    }
+}
+
+static void test_shapes(void)
+{
+    const qkv_gemm_kernels *g = qkv_kernels_active()->gemm;
+    const size_t MR = g->mr, NR = g->nr, MC = g->mc, KC = g->kc, NC = g->nc;
+    unsigned counter = 0;
+    /* small and odd */
+    static const size_t small[][3] = {{1, 1, 1}, {2, 1, 1}, {1, 2, 3}, {2, 2, 2}, {3, 5, 7}, {7, 11, 13},
+                                      {13, 17, 1}, {17, 13, 31}, {31, 37, 41}, {64, 64, 64}, {97, 101, 103}};
+    for (size_t i = 0; i < sizeof small / sizeof small[0]; i++)
+        run_shape(small[i][0], small[i][1], small[i][2], &counter);
+    /* around the register tile: MR-1 .. MR+1 x NR-1 .. NR+1 (the scalar tile has MR-1 > 0) */
+    for (size_t dm = 0; dm < 3; dm++)
+        for (size_t dn = 0; dn < 3; dn++)
+            run_shape(MR - 1 + dm + (MR == 1), NR - 1 + dn + (NR == 1), 5 + dm, &counter);
+    run_shape(2 * MR + 1, 2 * NR + 1, 1, &counter); /* k == 1 */
+    /* around the cache blocking */
+    run_shape(MC + 1, NR + 1, 9, &counter);
+    run_shape(MC - 1, 2 * NR - 1, KC + 1, &counter);
+    run_shape(MR + 1, NR + 1, KC, &counter);
+    run_shape(MR + 2, NR + 3, 2 * KC + 7, &counter);
+    run_shape(5, NC + 1, 3, &counter);
+    run_shape(2 * MC + MR + 1, 3, 17, &counter);
+    /* k == 0 and the empty shapes */
+    run_shape(5, 7, 0, &counter);
+    run_shape(0, 7, 5, &counter);
+    run_shape(5, 0, 5, &counter);
+    /* M = 1 (decode path): n and k around 8 vectors, 4 rows, masked tails */
+    static const size_t row_n[] = {1, 3, 4, 5, 33, 63, 64, 65, 127, 129, 131};
+    static const size_t row_k[] = {1, 3, 16, 31, 33, 64, 257};
+    for (size_t i = 0; i < sizeof row_n / sizeof row_n[0]; i++)
+        for (size_t j = 0; j < sizeof row_k / sizeof row_k[0]; j++)
+            run_shape(1, row_n[i], row_k[j], &counter);
+    /* attention: S = Q K^T (K = 64, 128), O = P V (N = 64, K = M), decode */
+#ifdef QKV_TEST_EMULATED
+    const size_t L = 128, D = 1024;
+#else
+    const size_t L = 256, D = 4096;
+#endif
+    run_shape(L, L, 64, &counter);
+    run_shape(L, L + 7, 128, &counter);
+    run_shape(L, 64, L, &counter);
+    run_shape(1, D, 64, &counter);
+    run_shape(1, 64, D, &counter);
+#ifndef QKV_TEST_EMULATED
+    gemm_case big = {QKV_NOTRANS, QKV_TRANS, 1024, 1024, 64, 64, 64, 1024, 1.0f, 0.0f, GUARD_AFTER};
+    run_case(&big); /* the S = Q K^T benchmark shape itself */
+#endif
+}
+
+/* Every invalid call: its status, and C (with a canary) unchanged. */
+static void test_bad_arguments(void)
+{
+    enum { M = 9, N = 7, K = 5 };
+    float a[M * K + 8], b[K * N + 8], c[M * N + 8], c0[M * N + 8];
+    fill_random(a, sizeof a / sizeof a[0]);
+    fill_random(b, sizeof b / sizeof b[0]);
+    fill_random(c0, sizeof c0 / sizeof c0[0]);
+    const size_t huge = (size_t)PTRDIFF_MAX / 2;
+    const struct {
+        int ta, tb;
+        size_t m, n, k, lda, ldb, ldc;
+        int null_a, null_b, null_c;
+        qkv_status want;
+    } bad[] = {
+        {2, 0, M, N, K, K, N, N, 0, 0, 0, QKV_ERR_ARG},               /* bad trans */
+        {0, 2, M, N, K, K, N, N, 0, 0, 0, QKV_ERR_ARG},
+        {-1, 0, M, N, K, K, N, N, 0, 0, 0, QKV_ERR_ARG},
+        {0, 0, M, N, K, K - 1, N, N, 0, 0, 0, QKV_ERR_ARG},           /* lda < k */
+        {1, 0, M, N, K, M - 1, N, N, 0, 0, 0, QKV_ERR_ARG},           /* lda < m (A^T) */
+        {0, 0, M, N, K, K, N - 1, N, 0, 0, 0, QKV_ERR_ARG},           /* ldb < n */
+        {0, 1, M, N, K, K, K - 1, N, 0, 0, 0, QKV_ERR_ARG},           /* ldb < k (B^T) */
+        {0, 0, M, N, K, K, N, N - 1, 0, 0, 0, QKV_ERR_ARG},           /* ldc < n */
+        {0, 0, 1, N, K, K, N, N - 1, 0, 0, 0, QKV_ERR_ARG},           /* same, M = 1 path */
+        {0, 0, M, N, K, K, N, N, 1, 0, 0, QKV_ERR_ARG},               /* NULL a */
+        {0, 0, M, N, K, K, N, N, 0, 1, 0, QKV_ERR_ARG},               /* NULL b */
+        {0, 0, M, N, K, K, N, N, 0, 0, 1, QKV_ERR_ARG},               /* NULL c */
+        {0, 0, M, N, 0, 0, N, N, 0, 0, 1, QKV_ERR_ARG},               /* NULL c, k == 0 */
+        {0, 0, huge, N, K, K, N, N, 0, 0, 0, QKV_ERR_SIZE},           /* C spans > PTRDIFF_MAX */
+        {0, 0, M, N, huge, huge, N, N, 0, 0, 0, QKV_ERR_SIZE},        /* A, B span too much */
+        {1, 1, M, N, K, huge, huge, N, 0, 0, 0, QKV_ERR_SIZE},        /* huge leading dims */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memcpy(c, c0, sizeof c);
+        const qkv_status st = qkv_gemm((qkv_trans)bad[i].ta, (qkv_trans)bad[i].tb, bad[i].m, bad[i].n, bad[i].k, 1.0f,
+                                       bad[i].null_a ? NULL : a, bad[i].lda, bad[i].null_b ? NULL : b, bad[i].ldb,
+                                       0.0f, bad[i].null_c ? NULL : c, bad[i].ldc);
+        CHECK(st == bad[i].want, "bad argument case %zu: status %d, want %d", i, (int)st, (int)bad[i].want);
+        CHECK(memcmp(c, c0, sizeof c) == 0, "bad argument case %zu: C modified", i);
+    }
+    /* nothing to do: QKV_OK without touching anything, NULL allowed */
+    CHECK(qkv_gemm(QKV_NOTRANS, QKV_NOTRANS, 0, N, K, 1.0f, NULL, K, NULL, N, 0.0f, NULL, N) == QKV_OK, "m == 0");
+    CHECK(qkv_gemm(QKV_NOTRANS, QKV_NOTRANS, M, 0, K, 1.0f, NULL, K, NULL, 0, 0.0f, NULL, 0) == QKV_OK, "n == 0");
+    /* k == 0: A and B are not needed; beta == 0 writes zeros over NaN */
+    for (size_t i = 0; i < M * N; i++)
+        c[i] = NAN;
+    CHECK(qkv_gemm(QKV_NOTRANS, QKV_NOTRANS, M, N, 0, 1.0f, NULL, 0, NULL, N, 0.0f, c, N) == QKV_OK, "k == 0");
+    int zeros = 1;
+    for (size_t i = 0; i < M * N; i++)
+        zeros &= float_to_bits(c[i]) == 0;
+    CHECK(zeros, "k == 0, beta == 0: C not all +0");
+    /* allocation failure: blocked path, and the M = 1 path that gathers a strided x */
+    if (!alloc_hook_works()) {
+        printf("  aligned_alloc is not interposable here (valgrind?): QKV_ERR_NOMEM not tested\n");
+        return;
+    }
+    g_fail_alloc = 1;
+    memcpy(c, c0, sizeof c);
+    CHECK(qkv_gemm(QKV_NOTRANS, QKV_NOTRANS, M, N, K, 1.0f, a, K, b, N, 0.0f, c, N) == QKV_ERR_NOMEM, "nomem");
+    CHECK(memcmp(c, c0, sizeof c) == 0, "nomem: C modified");
+    CHECK(qkv_gemm(QKV_TRANS, QKV_TRANS, 1, N, K, 1.0f, a, 2, b, K, 0.0f, c, N) == QKV_ERR_NOMEM, "nomem, M = 1");
+    CHECK(memcmp(c, c0, sizeof c) == 0, "nomem, M = 1: C modified");
+    g_fail_alloc = 0;
+}
+
+/* NaN and inf in A propagate to their row only; beta == 0 never reads C */
+static void test_special_values(void)
+{
+    enum { M = 8, N = 20, K = 6 };
+    float a[M * K], b[K * N], c[M * N];
+    for (size_t i = 0; i < M * K; i++)
+        a[i] = 1.0f;
+    for (size_t i = 0; i < K * N; i++)
+        b[i] = 1.0f;
+    a[2 * K + 1] = NAN;
+    a[5 * K + 3] = INFINITY;
+    for (size_t m = 1; m <= M; m += M - 1) { /* M = 1 path and blocked path */
+        CHECK(qkv_gemm(QKV_NOTRANS, QKV_NOTRANS, m, N, K, 1.0f, a + (m == 1 ? 2 * K : 0), K, b, N, 0.0f, c, N) ==
+                  QKV_OK, "special");
+        for (size_t i = 0; i < m; i++) {
+            const size_t row = m == 1 ? 2 : i;
+            for (size_t j = 0; j < N; j++) {
+                const float v = c[i * N + j];
+                if (row == 2)
+                    CHECK(isnan(v), "NaN row %zu", row);
+                else if (row == 5)
+                    CHECK(v == INFINITY, "inf row %zu", row);
+                else
+                    CHECK(v == (float)K, "finite row %zu: %g", row, v);
+            }
+        }
+    }
+}
+
+int main(void)
+{
+    qkv_isa isas[4];
+    const int n_isa = isa_list(isas);
+    for (int i = 0; i < n_isa; i++) {
+        CHECK(qkv_isa_select(isas[i]) == QKV_OK, "select");
+        const qkv_gemm_kernels *g = qkv_kernels_active()->gemm;
+        printf("  gemm on %s: tile %zux%zu, MC/KC/NC %zu/%zu/%zu\n", qkv_isa_name(isas[i]), g->mr, g->nr, g->mc, g->kc,
+               g->nc);
+        test_bad_arguments();
+        test_special_values();
+        test_shapes();
+    }
+    return test_finish("test_gemm");
+}
