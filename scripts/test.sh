@@ -132,7 +132,7 @@ QKV_EXP_STRIDE=${QKV_EXP_STRIDE:-1021} run_suite "ASan+UBSan" build-test-asan -D
     -Db_sanitize=address,undefined -Db_lundef=false "-Dc_args=-fno-sanitize-recover=all -fno-omit-frame-pointer"
 SUITE_TESTS="threads dispatch" run_suite "TSan" build-test-tsan -Dbench=disabled -Db_sanitize=thread
 if command -v valgrind >/dev/null; then
-    QKV_TEST_ISAS=scalar QKV_EXP_STRIDE=65521 SUITE_TESTS="dot exp softmax gemm dispatch" \
+    QKV_TEST_ISAS=scalar QKV_EXP_STRIDE=65521 SUITE_TESTS="dot exp softmax gemm attention dispatch" \
         SUITE_WRAPPER="valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite -q" \
         run_suite "valgrind memcheck (scalar)" build-test
 else
@@ -149,7 +149,7 @@ if command -v clang >/dev/null && [ "$fuzz_seconds" != 0 ]; then
         "-Dc_args=-fsanitize=fuzzer-no-link -fno-sanitize-recover=all" >"$fdir.setup.log" 2>&1 &&
         ninja -C "$fdir" >"$fdir.build.log" 2>&1; then
         for f in "$fdir"/tests/fuzz/fuzz_*; do
-            [ -x "$f" ] || continue
+            [ -f "$f" ] && [ -x "$f" ] || continue
             t=${f##*/fuzz_}
             mkdir -p "$fdir/corpus/$t"
             if (cd "$fdir" && "./tests/fuzz/fuzz_$t" -max_total_time="$fuzz_seconds" -max_len=16384 \
@@ -158,7 +158,7 @@ if command -v clang >/dev/null && [ "$fuzz_seconds" != 0 ]; then
                     grep -o '[0-9]*$') executions, no findings"
                 passed=$((passed + 1))
             else
-                grep -E "^\[|ERROR|SUMMARY" "$fdir/$t.log" | head -5
+                grep -E "^\[|ERROR|SUMMARY" "$fdir/$t.log" | head -5 || true
                 echo "  FAIL  fuzz_$t (input saved in $fdir/)"
                 failed=$((failed + 1))
             fi
