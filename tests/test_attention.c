@@ -10,7 +10,7 @@
  * their inputs, checked with the same formula on the float Q, K, V the reference builds
  * (the reference projects in double, so their rounding enters as 8 d_in FLT_EPSILON
  * relative). Rows with no visible key must be exactly 0.
- * Covered: the 6-token worked example (tests/ATTENTION_EXAMPLE.md), sizes 1, primes and
+ * Covered: the 6-token worked example (README.md, "Worked example"), sizes 1, primes and
  * one past each tile (96 queries/keys, 4/5 for the decode path, 128-key decode tiles),
  * d_k != d_v, causal with n_q <, =, > n_kv, logits near 1e4, default and explicit scale,
  * guard pages before and after every output, both MHA weight layouts, biases on and off,
@@ -144,7 +144,7 @@ static void test_example(int verbose)
             worst = fmax(worst, fabs(zf[i * 3 + c] - z[i][c]));
     }
     CHECK(worst <= 1e-6, "example: max error %.3g", worst);
-    /* values printed in tests/ATTENTION_EXAMPLE.md */
+    /* values printed in README.md, "Worked example" */
     CHECK(fabs(a[1][1] - 0.2379) < 5e-5 && fabs(z[1][0] - 0.4419) < 5e-5 && fabs(z[1][1] - 0.6515) < 5e-5 &&
               fabs(z[1][2] - 0.5683) < 5e-5,
           "example: hand values changed");

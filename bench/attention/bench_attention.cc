@@ -4,16 +4,21 @@
  * Names: sdpa/<impl>/<N>x<d>/<full|causal> with impl qkv-<isa> or "unfused" (S = Q K^T by
  * OpenBLAS or oneDNN sgemm into an N x N buffer, a row softmax with SLEEF's AVX2 expf or
  * libqkv's qkv_softmax, the causal rows only over their visible prefix, O = P V by sgemm);
- * mha/qkv-<isa>/E<E>h<h>n<n> (self-attention, batch 1, biases, torch_layout 0);
- * decode/qkv-<isa>/<n_q>x<n_kv>x<d> (the n_q <= 4 path, counter GB/s of K and V streamed).
+ * mha/qkv-<isa>/<n>/E<E>h<h> (self-attention, batch 1, biases, torch_layout 0);
+ * decode/qkv-<isa>/<n_kv>x<d>/q<n_q> (the n_q <= 4 path, counter GB/s of K and V streamed).
+ * The shapes come from bench/attention/shapes.txt (or the file QKV_BENCH_SHAPES names).
  * FLOPs: sdpa 4 N^2 d (causal: half of it), mha 8 n E^2 (four projections) + 4 n^2 E.
  * Counters FLOP/s and peak_frac (composite: against the best host ISA). Use medians:
  * --benchmark_repetitions=5 --benchmark_report_aggregates_only=true, and for OpenBLAS
  * OPENBLAS_NUM_THREADS=1 (the program also calls openblas_set_num_threads(1)). */
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -40,10 +45,46 @@ struct Shape {
     bool causal;
 };
 
-const std::vector<Shape> kShapes = {
-    {256, 64, false},  {256, 64, true},   {1024, 64, false}, {1024, 64, true},  {2048, 64, false},
-    {2048, 64, true},  {4096, 64, false}, {4096, 64, true},  {1024, 128, false}, {4096, 128, true},
+struct Shapes {
+    std::vector<Shape> sdpa;
+    std::vector<std::array<std::size_t, 3>> decode; /* n_q, n_kv, d */
+    std::vector<std::array<std::size_t, 3>> mha;    /* E, h, n */
 };
+
+/* the shapes file: "sdpa N d full|causal", "decode n_q n_kv d", "mha E h n", # comments */
+Shapes read_shapes()
+{
+    const char *env = std::getenv("QKV_BENCH_SHAPES");
+    const std::string path = env && *env ? env : QKV_BENCH_SHAPES_FILE;
+    std::ifstream in(path);
+    if (!in) {
+        std::fprintf(stderr, "bench_attention: cannot read shapes file %s\n", path.c_str());
+        std::exit(2);
+    }
+    Shapes out;
+    std::string line;
+    for (int no = 1; std::getline(in, line); no++) {
+        line = line.substr(0, line.find('#'));
+        std::istringstream f(line);
+        std::string kind, mode;
+        std::size_t a = 0, b = 0, c = 0;
+        if (!(f >> kind))
+            continue;
+        bool ok = false;
+        if (kind == "sdpa" && (f >> a >> b >> mode) && (mode == "full" || mode == "causal")) {
+            out.sdpa.push_back({a, b, mode == "causal"});
+            ok = a && b;
+        } else if ((kind == "decode" || kind == "mha") && (f >> a >> b >> c)) {
+            (kind == "decode" ? out.decode : out.mha).push_back({a, b, c});
+            ok = a && b && c && (kind == "decode" ? a <= 4 : a % b == 0);
+        }
+        if (!ok) {
+            std::fprintf(stderr, "bench_attention: %s:%d: bad line: %s\n", path.c_str(), no, line.c_str());
+            std::exit(2);
+        }
+    }
+    return out;
+}
 
 /* the scalar ISA only where one call stays well under a second */
 constexpr double kScalarMaxFlops = 3e8;
@@ -210,7 +251,8 @@ void register_all()
     openblas_set_num_threads(1);
 #endif
     const qkv_isa best = qkv_isa_detected();
-    for (const Shape &s : kShapes) {
+    const Shapes shapes = read_shapes();
+    for (const Shape &s : shapes.sdpa) {
         const std::string size = std::to_string(s.n) + "x" + std::to_string(s.d) + (s.causal ? "/causal" : "/full");
         for (qkv_isa isa : qkv_bench::host_isas()) {
             if (isa == QKV_ISA_SCALAR && sdpa_flops(s) > kScalarMaxFlops)
@@ -225,21 +267,26 @@ void register_all()
             ->Unit(benchmark::kMillisecond);
 #endif
     }
-    /* K and V of 16384 x 64: 8 MiB, beyond L2: streamed from L3 / memory */
-    for (std::size_t n_q : {1, 4})
+    /* a long cache (16384 x 64 K and V: 8 MiB) is beyond L2: streamed from L3 / memory */
+    for (const auto &dc : shapes.decode) {
+        const std::size_t n_q = dc[0], n_kv = dc[1], d = dc[2];
         for (qkv_isa isa : qkv_bench::host_isas())
-            benchmark::RegisterBenchmark(("decode/qkv-" + std::string(qkv_isa_name(isa)) + "/" + std::to_string(n_q) +
-                                          "x16384x64").c_str(),
-                                         [n_q, isa](benchmark::State &st) { bm_decode(st, n_q, 16384, 64, isa); })
+            benchmark::RegisterBenchmark(("decode/qkv-" + std::string(qkv_isa_name(isa)) + "/" + std::to_string(n_kv) +
+                                          "x" + std::to_string(d) + "/q" + std::to_string(n_q)).c_str(),
+                                         [n_q, n_kv, d, isa](benchmark::State &st) { bm_decode(st, n_q, n_kv, d, isa); })
                 ->Unit(benchmark::kMicrosecond);
-    for (std::size_t n : {128, 512, 2048})
+    }
+    for (const auto &mc : shapes.mha) {
+        const std::size_t E = mc[0], h = mc[1], n = mc[2];
         for (qkv_isa isa : qkv_bench::host_isas()) {
             if (isa == QKV_ISA_SCALAR && n > 128)
                 continue;
-            benchmark::RegisterBenchmark(("mha/qkv-" + std::string(qkv_isa_name(isa)) + "/E512h8n" + std::to_string(n)).c_str(),
-                                         [n, isa](benchmark::State &st) { bm_mha(st, 512, 8, n, isa); })
+            benchmark::RegisterBenchmark(("mha/qkv-" + std::string(qkv_isa_name(isa)) + "/" + std::to_string(n) + "/E" +
+                                          std::to_string(E) + "h" + std::to_string(h)).c_str(),
+                                         [E, h, n, isa](benchmark::State &st) { bm_mha(st, E, h, n, isa); })
                 ->Unit(benchmark::kMillisecond);
         }
+    }
 }
 
 } // namespace

@@ -9,15 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qkv.h"
-
-#define FAIL(...)                                                                                  \
-    do {                                                                                           \
-        fprintf(stderr, "[%s] ", qkv_isa_name(qkv_isa_active()));                                   \
-        fprintf(stderr, __VA_ARGS__);                                                              \
-        fputc('\n', stderr);                                                                       \
-        abort();                                                                                   \
-    } while (0)
+#include "fuzz_common.h"
 
 static double ulp_at(double r)
 {
