@@ -22,33 +22,30 @@
 #include <sys/auxv.h>
 #endif
 
+#ifndef QKV_VERSION_STRING
 #define QKV_VERSION_STRING "0.1.0"
+#endif
 
-static const qkv_kernels table_scalar = {
-    QKV_ISA_SCALAR, qkv_dot_scalar, qkv_exp_scalar, qkv_softmax_scalar,
-    .gemm = &qkv_gemm_scalar,
-    .attn_update = qkv_attn_update_scalar,
-};
+/* one table per ISA: every kernel of that ISA, named qkv_<op>_<isa> (kernels.h) */
+#define QKV_TABLE(ID, sfx)                                                                        \
+    static const qkv_kernels table_##sfx = {                                                       \
+        .isa = QKV_ISA_##ID,                                                                      \
+        .dot = qkv_dot_##sfx,                                                                      \
+        .exp = qkv_exp_##sfx,                                                                      \
+        .softmax = qkv_softmax_##sfx,                                                              \
+        .gemm = &qkv_gemm_##sfx,                                                                   \
+        .attn_update = qkv_attn_update_##sfx,                                                      \
+    };
+
+QKV_TABLE(SCALAR, scalar)
 #ifdef QKV_HAVE_AVX2
-static const qkv_kernels table_avx2 = {
-    QKV_ISA_AVX2, qkv_dot_avx2, qkv_exp_avx2, qkv_softmax_avx2,
-    .gemm = &qkv_gemm_avx2,
-    .attn_update = qkv_attn_update_avx2,
-};
+QKV_TABLE(AVX2, avx2)
 #endif
 #ifdef QKV_HAVE_AVX512
-static const qkv_kernels table_avx512 = {
-    QKV_ISA_AVX512, qkv_dot_avx512, qkv_exp_avx512, qkv_softmax_avx512,
-    .gemm = &qkv_gemm_avx512,
-    .attn_update = qkv_attn_update_avx512,
-};
+QKV_TABLE(AVX512, avx512)
 #endif
 #ifdef QKV_HAVE_NEON
-static const qkv_kernels table_neon = {
-    QKV_ISA_NEON, qkv_dot_neon, qkv_exp_neon, qkv_softmax_neon,
-    .gemm = &qkv_gemm_neon,
-    .attn_update = qkv_attn_update_neon,
-};
+QKV_TABLE(NEON, neon)
 #endif
 
 /* ---- detection ---------------------------------------------------------------------- */
