@@ -201,6 +201,10 @@ step consumer-pkg-config sh -c "meson setup '$pkgdir/consumer-pc' tests/consumer
     meson test -C '$pkgdir/consumer-pc' --print-errorlogs"
 step consumer-subproject sh -c "meson setup '$pkgdir/consumer-sub-build' '$pkgdir/consumer-sub' --force-fallback-for=qkv &&
     meson test -C '$pkgdir/consumer-sub-build' --print-errorlogs"
+# a build with no SIMD ISA (-Disas=): the dispatcher must offer scalar only, and work
+step isa-subset sh -c "meson setup '$pkgdir/scalar-only' -Disas= -Dbench=disabled &&
+    ninja -C '$pkgdir/scalar-only' && '$pkgdir/scalar-only/tests/test_dispatch' scalar &&
+    QKV_ISA=avx2 '$pkgdir/scalar-only/tests/test_dispatch' detected && '$pkgdir/scalar-only/tests/test_dot'"
 step package scripts/package.sh
 unset PKG_CONFIG_PATH LD_LIBRARY_PATH
 grep -h "tar.gz\| bytes " "$pkgdir/package.log" || true
