@@ -19,8 +19,9 @@ typedef void (*qkv_exp_fn)(const float *x, float *y, size_t n);
 typedef void (*qkv_softmax_fn)(const float *x, float *y, size_t n, float scale);
 
 /* ---- GEMM microkernel contract ---------------------------------------------------------
- * Written once here; gemm/driver.c (with gemm/pack.c) is its only caller, gemm/<isa>-<tile>.c
- * (through gemm/ukernel_impl.h) its only implementations. In the style of BLIS KernelsHowTo.
+ * Written once here; its callers are gemm/driver.c (with gemm/pack.c) and the fused
+ * attention kernel attention/sdpa.c, its implementations gemm/<isa>-<tile>.c (through
+ * gemm/ukernel_impl.h). In the style of BLIS KernelsHowTo.
  *
  * Register tile. Each ISA fixes MR x NR, the tile of C its microkernel keeps in registers,
  * and the cache blocking MC (rows of A per block, packed or in place; lives in L2), KC
