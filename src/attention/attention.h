@@ -29,6 +29,10 @@ size_t qkv_sdpa_workspace_size(size_t d_k, size_t d_v);
    64-byte aligned. Cannot fail. */
 void qkv_sdpa_run(const qkv_kernels *t, const qkv_sdpa_view *a, float *ws);
 
+/* qkv_sdpa_run on a workspace allocated and freed here: QKV_ERR_SIZE / QKV_ERR_NOMEM before
+   anything is written, else QKV_OK. */
+qkv_status qkv_sdpa_alloc_run(const qkv_kernels *t, const qkv_sdpa_view *a);
+
 /* a * b without overflow: 1 and *r = a * b, or 0 */
 static inline int qkv_mul_ok(size_t a, size_t b, size_t *r)
 {

@@ -262,15 +262,20 @@ qkv_status qkv_sdpa(const float *q, const float *k, const float *v, float *o, si
     if (!qkv_floats_ok(n_q, d_k) || !qkv_floats_ok(n_kv, d_k) || !qkv_floats_ok(n_kv, d_v) ||
         !qkv_floats_ok(n_q, d_v))
         return QKV_ERR_SIZE;
-    const size_t bytes = qkv_sdpa_workspace_size(d_k, d_v);
+    const qkv_sdpa_view a = {q, k, v, o, n_q, n_kv, d_k, d_v, d_k, d_k, d_v, d_v,
+                             scale > 0.0f ? scale : (float)(1.0 / sqrt((double)d_k)), flags};
+    return qkv_sdpa_alloc_run(qkv_kernels_active(), &a);
+}
+
+qkv_status qkv_sdpa_alloc_run(const qkv_kernels *t, const qkv_sdpa_view *a)
+{
+    const size_t bytes = qkv_sdpa_workspace_size(a->d_k, a->d_v);
     if (bytes == 0)
         return QKV_ERR_SIZE;
     float *ws = aligned_alloc(64, bytes);
     if (ws == NULL)
         return QKV_ERR_NOMEM;
-    const qkv_sdpa_view a = {q, k, v, o, n_q, n_kv, d_k, d_v, d_k, d_k, d_v, d_v,
-                             scale > 0.0f ? scale : (float)(1.0 / sqrt((double)d_k)), flags};
-    qkv_sdpa_run(qkv_kernels_active(), &a, ws);
+    qkv_sdpa_run(t, a, ws);
     free(ws);
     return QKV_OK;
 }

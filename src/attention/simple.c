@@ -8,7 +8,6 @@
  * into the caller's n x n array. Workspace: the sdpa tile workspace, allocated before any
  * output is written (so QKV_ERR_NOMEM leaves z and weights untouched); the weights pass
  * allocates nothing. Accuracy: as qkv_sdpa, and the weights as qkv_dot + qkv_softmax. */
-#include <stdlib.h>
 
 #include "attention/attention.h"
 
@@ -18,16 +17,11 @@ qkv_status qkv_attention_simple(const float *x, size_t n, size_t d, float *z, fl
         return QKV_ERR_ARG;
     if (!qkv_floats_ok(n, d) || (weights && !qkv_floats_ok(n, n)))
         return QKV_ERR_SIZE;
-    const size_t bytes = qkv_sdpa_workspace_size(d, d);
-    if (bytes == 0)
-        return QKV_ERR_SIZE;
-    float *ws = aligned_alloc(64, bytes);
-    if (ws == NULL)
-        return QKV_ERR_NOMEM;
     const qkv_kernels *t = qkv_kernels_active();
     const qkv_sdpa_view a = {x, x, x, z, n, n, d, d, d, d, d, d, 1.0f, 0};
-    qkv_sdpa_run(t, &a, ws);
-    free(ws);
+    const qkv_status st = qkv_sdpa_alloc_run(t, &a); /* fails before z is written, if at all */
+    if (st != QKV_OK)
+        return st;
     if (weights) {
         for (size_t i = 0; i < n; i++) {
             float *wi = weights + i * n;
