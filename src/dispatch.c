@@ -158,12 +158,23 @@ static _Atomic(const qkv_kernels *) g_active;
 static qkv_isa g_detected; /* written once inside pthread_once, read-only afterwards */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
+/* isa_supported() of every qkv_isa value, read once inside pthread_once (CPUID traps to
+   the hypervisor on virtual machines: tens of microseconds a query), read-only afterwards */
+static unsigned char g_supported[QKV_ISA_NEON + 1];
+
+static int isa_usable(qkv_isa isa)
+{
+    return (unsigned)isa < sizeof g_supported && g_supported[isa];
+}
+
 static void init_once(void)
 {
     static const qkv_isa order[] = {QKV_ISA_AVX512, QKV_ISA_AVX2, QKV_ISA_NEON};
+    for (size_t i = 0; i < sizeof g_supported; i++)
+        g_supported[i] = (unsigned char)isa_supported((qkv_isa)i);
     g_detected = QKV_ISA_SCALAR;
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
-        if (isa_supported(order[i])) {
+        if (isa_usable(order[i])) {
             g_detected = order[i];
             break;
         }
@@ -175,7 +186,7 @@ static void init_once(void)
         for (int i = QKV_ISA_SCALAR; i <= QKV_ISA_NEON; i++) {
             if (strcmp(env, qkv_isa_name((qkv_isa)i)) == 0) {
                 found = 1;
-                if (isa_supported((qkv_isa)i))
+                if (isa_usable((qkv_isa)i))
                     chosen = (qkv_isa)i;
                 else
                     fprintf(stderr, "libqkv: QKV_ISA=%s is not supported by this CPU or build; using %s\n",
@@ -213,7 +224,7 @@ qkv_isa qkv_isa_active(void)
 qkv_status qkv_isa_select(qkv_isa isa)
 {
     pthread_once(&g_once, init_once);
-    if (!isa_supported(isa))
+    if (!isa_usable(isa))
         return QKV_ERR_ISA;
     atomic_store_explicit(&g_active, table_for(isa), memory_order_release);
     return QKV_OK;

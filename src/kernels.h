@@ -98,13 +98,16 @@ const qkv_kernels *qkv_kernels_active(void);
    for bounds that must hold whichever ISA is selected later (workspace sizes). */
 const qkv_kernels *qkv_kernels_built(size_t i);
 
-/* qkv_gemm for drivers that bring their own memory (gemm/driver.c). ws is NULL (the call
-   allocates, and may return QKV_ERR_NOMEM) or 64-byte aligned with at least
+/* qkv_gemm for drivers that resolved the kernel table themselves and bring their own memory
+   (gemm/driver.c): g is the GEMM part of the table the whole public call uses, so one call
+   never mixes ISAs even while qkv_isa_select() runs. ws is NULL (the call allocates, and
+   may return QKV_ERR_NOMEM) or 64-byte aligned with at least
    qkv_gemm_workspace_floats(ta, tb, m, n, k) floats (then it never allocates). The bound
    holds for every ISA of the build, so it may be computed before an ISA switch. */
 size_t qkv_gemm_workspace_floats(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k);
-qkv_status qkv_gemm_ws(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k, float alpha, const float *a,
-                       size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc, float *ws);
+qkv_status qkv_gemm_ws(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k,
+                       float alpha, const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c,
+                       size_t ldc, float *ws);
 
 /* Per-ISA kernels: defined in <op>/<isa>.c, compiled with that ISA's flags only. */
 #define QKV_DECLARE_ISA(isa)                                                    \

@@ -6,7 +6,8 @@
  *     times; every result is bit-identical to the single-threaded one (determinism).
  *  3. One thread switches qkv_isa_select() back and forth while 7 compute: the output of
  *     each kernel call is bit-identical to the single-threaded output of one of the ISAs.
- * "Every kernel" is dot, exp, softmax (in and out of place), gemm, sdpa (causal) and mha.
+ * "Every kernel" is dot, exp, softmax (in and out of place), gemm, sdpa (causal), mha and
+ * self-attention (drivers that resolve the table once per call, so never mix ISAs).
  * Runs under ThreadSanitizer in scripts/test.sh. */
 #include "common.h"
 
@@ -34,6 +35,7 @@ typedef struct results {
     float gemm[GM * GN];
     float sdpa[SQ * SD];
     float mha[MN * ME];
+    float self_attn[MN * ME];
 } results;
 
 static float in_a[N_DOT], in_b[N_DOT], in_x[N_EXP], in_s[N_SM];
@@ -54,7 +56,8 @@ static void compute(results *r)
     qkv_softmax(r->sm_inplace, r->sm_inplace, N_SM, 0.125f);
     if (qkv_gemm(QKV_NOTRANS, QKV_TRANS, GM, GN, GK, 1.0f, g_a, GK, g_b, GK, 0.0f, r->gemm, GN) != QKV_OK ||
         qkv_sdpa(s_q, s_k, s_v, r->sdpa, SQ, SKV, SD, SD, 0.0f, QKV_CAUSAL) != QKV_OK ||
-        qkv_mha_forward(&g_mha, 1, m_x, MN, NULL, 0, 0, r->mha, NULL, 0) != QKV_OK)
+        qkv_mha_forward(&g_mha, 1, m_x, MN, NULL, 0, 0, r->mha, NULL, 0) != QKV_OK ||
+        qkv_self_attention(m_x, MN, ME, m_w[0], m_w[1], m_w[2], ME, QKV_CAUSAL, r->self_attn) != QKV_OK)
         abort();
 }
 
@@ -67,7 +70,7 @@ static int same(const results *a, const results *b)
    table once, so while select() races, each call (not each compute()) is from one ISA */
 static int each_call_from_one_isa(const results *r)
 {
-    int dot = 0, ex = 0, sm = 0, smi = 0, ge = 0, sd = 0, mh = 0;
+    int dot = 0, ex = 0, sm = 0, smi = 0, ge = 0, sd = 0, mh = 0, sa = 0;
     for (int i = 0; i < 4; i++) {
         if (!ref_valid[i])
             continue;
@@ -79,11 +82,11 @@ static int each_call_from_one_isa(const results *r)
         ge |= memcmp(r->gemm, q->gemm, sizeof r->gemm) == 0;
         sd |= memcmp(r->sdpa, q->sdpa, sizeof r->sdpa) == 0;
         mh |= memcmp(r->mha, q->mha, sizeof r->mha) == 0;
+        sa |= memcmp(r->self_attn, q->self_attn, sizeof r->self_attn) == 0;
     }
-    /* mha makes many kernel calls: under switching it may mix ISAs, so it is not held to
-       one ISA here (it is in the bit-identical rounds above) */
-    (void)mh;
-    return dot && ex && sm && smi && ge && sd;
+    /* mha and self-attention make many kernel calls, all through the one table they
+       resolve at the start of the call, so each of them too comes from one ISA */
+    return dot && ex && sm && smi && ge && sd && mh && sa;
 }
 
 static void *first_use(void *arg)

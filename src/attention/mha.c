@@ -59,10 +59,10 @@ static void carve(float *base, const size_t *floats, int count, float **out)
 /* y (rows x n_out) = x (rows x n_in) W [+ b], W stored (n_in x n_out) or, torch, (n_out x n_in);
    gws: qkv_gemm_workspace_floats() of the shape, so the GEMM neither allocates nor fails
    (its arguments were all validated by the caller) */
-static void project(const float *x, size_t rows, size_t n_in, const float *w, const float *b, size_t n_out, int torch,
-                    float *y, float *gws)
+static void project(const qkv_kernels *t, const float *x, size_t rows, size_t n_in, const float *w, const float *b,
+                    size_t n_out, int torch, float *y, float *gws)
 {
-    qkv_gemm_ws(QKV_NOTRANS, torch ? QKV_TRANS : QKV_NOTRANS, rows, n_out, n_in, 1.0f, x, n_in, w,
+    qkv_gemm_ws(t->gemm, QKV_NOTRANS, torch ? QKV_TRANS : QKV_NOTRANS, rows, n_out, n_in, 1.0f, x, n_in, w,
                 torch ? n_in : n_out, 0.0f, y, n_out, gws);
     if (b == NULL)
         return;
@@ -97,12 +97,13 @@ qkv_status qkv_self_attention(const float *x, size_t n, size_t d_in, const float
     float *p[5];
     carve(ws, regions, 5, p);
     float *q = p[0], *k = p[1], *v = p[2], *tile = p[3], *gws = p[4];
-    project(x, n, d_in, wq, NULL, d_out, 0, q, gws);
-    project(x, n, d_in, wk, NULL, d_out, 0, k, gws);
-    project(x, n, d_in, wv, NULL, d_out, 0, v, gws);
+    const qkv_kernels *t = qkv_kernels_active(); /* once: the whole call runs on one ISA */
+    project(t, x, n, d_in, wq, NULL, d_out, 0, q, gws);
+    project(t, x, n, d_in, wk, NULL, d_out, 0, k, gws);
+    project(t, x, n, d_in, wv, NULL, d_out, 0, v, gws);
     const qkv_sdpa_view a = {q, k, v, z, n, n, d_out, d_out, d_out, d_out, d_out, d_out,
                              (float)(1.0 / sqrt((double)d_out)), flags};
-    qkv_sdpa_run(qkv_kernels_active(), &a, tile);
+    qkv_sdpa_run(t, &a, tile);
     free(ws);
     return QKV_OK;
 }
@@ -163,19 +164,19 @@ qkv_status qkv_mha_forward(const qkv_mha *m, size_t batch, const float *x_q, siz
     float *p[5];
     carve((float *)(((uintptr_t)ws + 63) & ~(uintptr_t)63), r, 5, p);
     float *q = p[0], *k = p[1], *v = p[2], *tile = p[3], *gws = p[4];
-    const qkv_kernels *t = qkv_kernels_active();
+    const qkv_kernels *t = qkv_kernels_active(); /* once: the whole call runs on one ISA */
     const float scale = (float)(1.0 / sqrt((double)dh));
     for (size_t b = 0; b < batch; b++) {
         const float *xq = x_q + b * n_q * E, *xkv = x_kv ? x_kv + b * n_kv * E : xq;
-        project(xq, n_q, E, m->wq, m->bq, E, m->torch_layout, q, gws);
-        project(xkv, n_kv, E, m->wk, m->bk, E, m->torch_layout, k, gws);
-        project(xkv, n_kv, E, m->wv, m->bv, E, m->torch_layout, v, gws);
+        project(t, xq, n_q, E, m->wq, m->bq, E, m->torch_layout, q, gws);
+        project(t, xkv, n_kv, E, m->wk, m->bk, E, m->torch_layout, k, gws);
+        project(t, xkv, n_kv, E, m->wv, m->bv, E, m->torch_layout, v, gws);
         for (size_t h = 0; h < m->n_heads; h++) {
             const size_t c = h * dh;
             const qkv_sdpa_view a = {q + c, k + c, v + c, q + c, n_q, n_kv, dh, dh, E, E, E, E, scale, flags};
             qkv_sdpa_run(t, &a, tile); /* head h over its own slice of Q: the concatenation */
         }
-        project(q, n_q, E, m->wo, m->bo, E, m->torch_layout, out + b * n_q * E, gws);
+        project(t, q, n_q, E, m->wo, m->bo, E, m->torch_layout, out + b * n_q * E, gws);
     }
     free(owned);
     return QKV_OK;

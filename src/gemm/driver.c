@@ -12,7 +12,8 @@
  * The first KC block applies the caller's beta, later blocks accumulate (beta = 1), so
  * beta == 0 never reads C. Edge tiles go through a scratch tile and only their valid part
  * is merged into C, so nothing outside the m x n window of C is read or written.
- * The tile and blocking sizes come from the active ISA's table (kernels.h). One workspace
+ * The tile and blocking sizes come from the table the caller resolved (qkv_gemm: the active
+ * ISA's, read once per call; drivers pass the one they resolved for the whole call). One workspace
  * (packed A block or edge panel, packed B block, scratch tile; or the gathered x of the
  * m == 1 path) is allocated per call, or supplied by the caller through qkv_gemm_ws().
  * Every macro-tile is an independent work item once B is packed, ready for a
@@ -197,11 +198,12 @@ static void gemm_blocked(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, 
 qkv_status qkv_gemm(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
                     const float *b, size_t ldb, float beta, float *c, size_t ldc)
 {
-    return qkv_gemm_ws(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL);
+    return qkv_gemm_ws(qkv_kernels_active()->gemm, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL);
 }
 
-qkv_status qkv_gemm_ws(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k, float alpha, const float *a,
-                       size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc, float *ws)
+qkv_status qkv_gemm_ws(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k,
+                       float alpha, const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c,
+                       size_t ldc, float *ws)
 {
     if ((unsigned)ta > QKV_TRANS || (unsigned)tb > QKV_TRANS)
         return QKV_ERR_ARG;
@@ -221,7 +223,6 @@ qkv_status qkv_gemm_ws(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k,
         scale_c(m, n, beta, c, ldc);
         return QKV_OK;
     }
-    const qkv_gemm_kernels *g = qkv_kernels_active()->gemm;
     const size_t need = ws_floats(g, ta, tb, m, n, k);
     float *owned = NULL;
     if (ws == NULL && need > 0) {
