@@ -1,7 +1,8 @@
 /* libqkv: SIMD microkernels and attention drivers for CPUs.
  *
- * The public contract is shared/API.md; this header implements the parts that exist.
- * C99/C11 and C++ compatible, row-major, float (IEEE binary32) unless stated.
+ * This header is the public contract: the comments beside each declaration say what it
+ * does, what it checks and how accurate it is. C99/C11 and C++ compatible, row-major,
+ * float (IEEE binary32) unless stated.
  *
  * Thread safety: every function may be called from any number of threads at once.
  * qkv_isa_select() may run while other threads compute; it affects calls that start

@@ -1,5 +1,5 @@
 /* qkv_dot against a double-precision reference, for every ISA the host supports.
- * Tolerance (API.md): |dot - ref| <= 2 n FLT_EPSILON sum |a_i b_i| (+ FLT_MIN for n = 0).
+ * Tolerance (include/qkv.h): |dot - ref| <= 2 n FLT_EPSILON sum |a_i b_i| (+ FLT_MIN for n = 0).
  * Lengths 0..2*16+1 and larger, every start alignment, guard pages before and after. */
 #include "common.h"
 

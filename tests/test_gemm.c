@@ -1,6 +1,6 @@
 /* qkv_gemm against a double-precision reference, for every ISA the host supports.
  *
- * Tolerance (API.md): |c - ref| <= 2 k FLT_EPSILON |alpha| sum_p |a_ip b_pj| + 2 FLT_EPSILON |beta c0|.
+ * Tolerance (include/qkv.h): |c - ref| <= 2 k FLT_EPSILON |alpha| sum_p |a_ip b_pj| + 2 FLT_EPSILON |beta c0|.
  * Every case runs all four transpose combinations. Shapes: 1x1x1, primes, one below/at/past
  * every tile and blocking size of the active ISA (MR, NR, MC, KC, NC), k == 1, several KC
  * blocks, the attention shapes (S = Q K^T with K = 64/128, O = P V with N = 64), and the

@@ -2,7 +2,7 @@
  * Element tolerance: |y - ref| <= ref * (16 + 2 |s (x - r)|) FLT_EPSILON + 1e-37, i.e. the
  * exp error (2 ULP) plus the rounding of the reduced argument s (x - r) (|arg| ULPs of 1),
  * plus the final scaling; an absolute 1e-37 covers results that land in the denormals.
- * Sum tolerance (API.md): |sum y - 1| <= 1e-6 for n <= 4096, 1e-5 up to 1e6.
+ * Sum tolerance (include/qkv.h): |sum y - 1| <= 1e-6 for n <= 4096, 1e-5 up to 1e6.
  * Special rows: all -inf -> zeros, any NaN -> all NaN, +inf -> NaN, +-1e30 -> one-hot,
  * -inf entries -> weight 0, negative and zero scale, in place, guard pages. */
 #include "common.h"
