@@ -20,8 +20,8 @@ typedef void (*qkv_softmax_fn)(const float *x, float *y, size_t n, float scale);
 
 /* ---- GEMM microkernel contract ---------------------------------------------------------
  * Written once here; its callers are gemm/driver.c (with gemm/pack.c) and the fused
- * attention kernel attention/sdpa.c, its implementations gemm/<isa>-<tile>.c (through
- * gemm/ukernel_impl.h). In the style of BLIS KernelsHowTo.
+ * attention kernel attention/sdpa.c, its implementations gemm/<isa>-<MR>x<NR>.c (gemm/scalar.c
+ * for the portable one), all through gemm/ukernel_impl.h. In the style of BLIS KernelsHowTo.
  *
  * Register tile. Each ISA fixes MR x NR, the tile of C its microkernel keeps in registers,
  * and the cache blocking MC (rows of A per block, packed or in place; lives in L2), KC
@@ -109,7 +109,8 @@ qkv_status qkv_gemm_ws(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, si
                        float alpha, const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c,
                        size_t ldc, float *ws);
 
-/* Per-ISA kernels: defined in <op>/<isa>.c, compiled with that ISA's flags only. */
+/* Per-ISA kernels, compiled with that ISA's flags only: dot, exp and softmax in <op>/<isa>.c,
+   the GEMM kernels in gemm/<isa>-<MR>x<NR>.c (gemm/scalar.c), attn_update in attention/<isa>.c. */
 #define QKV_DECLARE_ISA(isa)                                                    \
     float qkv_dot_##isa(const float *a, const float *b, size_t n);               \
     void qkv_exp_##isa(const float *x, float *y, size_t n);                      \

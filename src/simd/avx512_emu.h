@@ -72,13 +72,11 @@ static inline float qkv_emu_scalef1(float a, float b)
 QKV_EMU_MAP2(add_ps, x + y)
 QKV_EMU_MAP2(sub_ps, x - y)
 QKV_EMU_MAP2(mul_ps, x * y)
-QKV_EMU_MAP2(div_ps, x / y)
 QKV_EMU_MAP2(max_ps, x > y ? x : y) /* second operand when either is NaN */
 QKV_EMU_MAP2(min_ps, x < y ? x : y)
 QKV_EMU_MAP2(scalef_ps, qkv_emu_scalef1(x, y))
 QKV_EMU_MAP3(fmadd_ps, fmaf(x, y, z))
 QKV_EMU_MAP3(fnmadd_ps, fmaf(-x, y, z))
-QKV_EMU_MAP3(fmsub_ps, fmaf(x, y, -z))
 
 static inline qkv_emu_m512 qkv_emu_roundscale_ps(qkv_emu_m512 a, int imm)
 {
@@ -127,11 +125,6 @@ static inline qkv_emu_m512 qkv_emu_mask_loadu_ps(qkv_emu_m512 src, qkv_emu_mmask
     return src;
 }
 
-static inline qkv_emu_m512 qkv_emu_maskz_loadu_ps(qkv_emu_mmask16 k, const void *p)
-{
-    return qkv_emu_mask_loadu_ps(qkv_emu_setzero_ps(), k, p);
-}
-
 static inline void qkv_emu_mask_storeu_ps(void *p, qkv_emu_mmask16 k, qkv_emu_m512 a)
 {
     for (int i = 0; i < 16; i++)
@@ -143,38 +136,22 @@ static inline __m256 qkv_emu_castps512_ps256(qkv_emu_m512 a) { return _mm256_loa
 
 static inline __m256 qkv_emu_extractf32x8_ps(qkv_emu_m512 a, int imm) { return _mm256_loadu_ps(a.f + 8 * (imm & 1)); }
 
-static inline float qkv_emu_reduce_add_ps(qkv_emu_m512 a)
-{
-    /* the pairwise tree of GCC's _mm512_reduce_add_ps: halves, then quarters, ... */
-    float t[16];
-    for (int i = 0; i < 16; i++)
-        t[i] = a.f[i];
-    for (int w = 8; w >= 1; w /= 2)
-        for (int i = 0; i < w; i++)
-            t[i] = t[i] + t[i + w];
-    return t[0];
-}
-
 #define _mm512_add_ps qkv_emu_add_ps
 #define _mm512_sub_ps qkv_emu_sub_ps
 #define _mm512_mul_ps qkv_emu_mul_ps
-#define _mm512_div_ps qkv_emu_div_ps
 #define _mm512_max_ps qkv_emu_max_ps
 #define _mm512_min_ps qkv_emu_min_ps
 #define _mm512_scalef_ps qkv_emu_scalef_ps
 #define _mm512_fmadd_ps qkv_emu_fmadd_ps
 #define _mm512_fnmadd_ps qkv_emu_fnmadd_ps
-#define _mm512_fmsub_ps qkv_emu_fmsub_ps
 #define _mm512_roundscale_ps qkv_emu_roundscale_ps
 #define _mm512_setzero_ps qkv_emu_setzero_ps
 #define _mm512_set1_ps qkv_emu_set1_ps
 #define _mm512_loadu_ps qkv_emu_loadu_ps
 #define _mm512_storeu_ps qkv_emu_storeu_ps
 #define _mm512_mask_loadu_ps qkv_emu_mask_loadu_ps
-#define _mm512_maskz_loadu_ps qkv_emu_maskz_loadu_ps
 #define _mm512_mask_storeu_ps qkv_emu_mask_storeu_ps
 #define _mm512_castps512_ps256 qkv_emu_castps512_ps256
 #define _mm512_extractf32x8_ps qkv_emu_extractf32x8_ps
-#define _mm512_reduce_add_ps qkv_emu_reduce_add_ps
 
 #endif
