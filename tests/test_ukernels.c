@@ -1,0 +1,271 @@
+/* The microkernel contract of src/kernels.h, tested directly on every table this host runs
+ * (in the spirit of BLIS's test_gemm_ukr): a broken register tile fails here, at its own
+ * contract, instead of three layers up in an attention tolerance.
+ *
+ *   ukernel      the full MR x NR tile with every operand layout the drivers use:
+ *                packed A (rs 1, cs MR), rows of A in place (rs lda, cs 1), transposed A in
+ *                place (rs 1, cs lda: sdpa's P read from S^T), C with ldc > NR and the
+ *                ldc = NR scratch tile of edge tiles (a zero-padded partial panel), alpha
+ *                scaling, beta = 0 over NaN (C never read), beta = 1 and beta = -0.5;
+ *                k = 1 .. 300. A and B end at a PROT_NONE page: the kernel reads only the
+ *                MR x k elements of A and the k x NR of B it is given.
+ *   gemv_t       n and k with every tail up to 2 x 16 + 3, ldb > k, beta = 0 over NaN
+ *   gemv_n       the same, incx 1 and 3
+ *   attn_update  max, rescale and exp of one S^T tile: columns whose max grows, columns
+ *                that do not, columns all -inf (masked: zeros, a = 1, never NaN), running
+ *                max at -FLT_MAX, rows = 1 and odd rows.
+ * Reference: double precision. Tolerance of a GEMM element: 2 k FLT_EPSILON |alpha|
+ * sum_p |a_ip b_pj| + 2 FLT_EPSILON |beta c| (+ FLT_MIN); attn_update: 4 ULP on each exp
+ * of exp(float(s - mx)) (the kernels' exp is within 2), the rescaled accumulator within
+ * 4 ULP, and the sum l within 4 (rows + 1) FLT_EPSILON (l + 1). */
+#include "common.h"
+
+#include "kernels.h"
+
+/* fill n floats with values in [-1, 1) */
+static void fill(float *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = rng_uniform(-1, 1);
+}
+
+static int close_to(float got, double want, double tol)
+{
+    return fabs((double)got - want) <= tol;
+}
+
+/* one microkernel call on A(i, p) = a[i * rs + p * cs] (rows >= mr_valid are zero in a
+   padded panel, so they must give alpha * 0 + beta c) against the double reference */
+static void check_ukernel(const qkv_gemm_kernels *g, size_t k, const float *a, size_t rs, size_t cs,
+                          const float *b, size_t ldc, float alpha, float beta, const char *layout)
+{
+    const size_t MR = g->mr, NR = g->nr;
+    float *c = malloc(MR * ldc * sizeof(float)), *c0 = malloc(MR * ldc * sizeof(float));
+    fill(c0, MR * ldc);
+    if (beta == 0.0f)
+        for (size_t i = 0; i < MR * ldc; i++)
+            c0[i] = NAN; /* never read */
+    memcpy(c, c0, MR * ldc * sizeof(float));
+    g->ukernel(k, a, rs, cs, b, c, ldc, alpha, beta);
+    long bad = 0;
+    for (size_t i = 0; i < MR; i++) {
+        for (size_t j = 0; j < ldc; j++) {
+            const float got = c[i * ldc + j];
+            if (j >= NR) { /* past the tile: untouched */
+                bad += memcmp(&got, &c0[i * ldc + j], sizeof got) != 0;
+                continue;
+            }
+            double ref = 0.0, mag = 0.0;
+            for (size_t p = 0; p < k; p++) {
+                const double t = (double)a[i * rs + p * cs] * b[p * NR + j];
+                ref += t;
+                mag += fabs(t);
+            }
+            const double cij = beta == 0.0f ? 0.0 : (double)c0[i * ldc + j];
+            ref = alpha * ref + beta * cij;
+            const double tol =
+                2.0 * (double)k * FLT_EPSILON * fabs(alpha) * mag + 2.0 * FLT_EPSILON * fabs(beta * cij) + FLT_MIN;
+            bad += !close_to(got, ref, tol);
+        }
+    }
+    CHECK(bad == 0, "ukernel %zux%zu %s k=%zu ldc=%zu alpha=%g beta=%g: %ld wrong elements", MR, NR, layout, k, ldc,
+          alpha, beta, bad);
+    free(c);
+    free(c0);
+}
+
+static void test_ukernel(const qkv_gemm_kernels *g)
+{
+    const size_t MR = g->mr, NR = g->nr;
+    static const size_t ks[] = {1, 2, 3, 7, 16, 64, 65, 96, 300};
+    static const float alphas[] = {1.0f, 0.125f, -2.0f};
+    static const float betas[] = {0.0f, 1.0f, -0.5f};
+    for (size_t ik = 0; ik < sizeof ks / sizeof ks[0]; ik++) {
+        const size_t k = ks[ik], lda = k + 5;
+        guarded ga_packed, ga_rows, ga_trans, gb;
+        /* packed micropanel: element (i, p) at [p MR + i] */
+        float *ap = guarded_alloc(&ga_packed, MR * k, GUARD_AFTER);
+        /* MR rows of a row-major matrix with lda > k, read in place; the buffer ends right
+           after element (MR - 1, k - 1) */
+        float *ar = guarded_alloc(&ga_rows, (MR - 1) * lda + k, GUARD_AFTER);
+        /* transposed in place: A(i, p) at [p ldt + i] with ldt > MR, ending after (MR-1, k-1) */
+        const size_t ldt = MR + 3;
+        float *at = guarded_alloc(&ga_trans, (k - 1) * ldt + MR, GUARD_AFTER);
+        float *bp = guarded_alloc(&gb, k * NR, GUARD_AFTER);
+        fill(ap, MR * k);
+        fill(ar, (MR - 1) * lda + k);
+        fill(at, (k - 1) * ldt + MR);
+        fill(bp, k * NR);
+        for (size_t ia = 0; ia < sizeof alphas / sizeof alphas[0]; ia++) {
+            for (size_t ib = 0; ib < sizeof betas / sizeof betas[0]; ib++) {
+                const float alpha = alphas[ia], beta = betas[ib];
+                check_ukernel(g, k, ap, 1, MR, bp, NR, alpha, beta, "packed A");
+                check_ukernel(g, k, ar, lda, 1, bp, NR + 7, alpha, beta, "A rows in place");
+                check_ukernel(g, k, at, 1, ldt, bp, NR, alpha, beta, "A transposed in place");
+            }
+        }
+        /* an edge panel: the driver zero-pads the rows past the matrix and points C at an
+           MR x NR scratch tile with beta = 0 (over garbage) */
+        for (size_t valid = MR - 1; valid >= 1; valid--) {
+            for (size_t p = 0; p < k; p++)
+                for (size_t i = valid; i < MR; i++)
+                    ap[p * MR + i] = 0.0f;
+            check_ukernel(g, k, ap, 1, MR, bp, NR, 1.0f, 0.0f, "zero-padded edge panel");
+        }
+        CHECK(guarded_free(&ga_packed) && guarded_free(&ga_rows) && guarded_free(&ga_trans) && guarded_free(&gb),
+              "ukernel wrote outside its operands (k=%zu)", k);
+    }
+}
+
+static void test_gemv(const qkv_gemm_kernels *g)
+{
+    for (size_t n = 1; n <= 35; n += (n < 20 ? 1 : 5)) {
+        for (size_t k = 1; k <= 35; k += (k < 20 ? 1 : 5)) {
+            for (int beta_kind = 0; beta_kind < 2; beta_kind++) {
+                const float alpha = 0.75f, beta = beta_kind ? 0.5f : 0.0f;
+                /* gemv_t: y[j] = alpha sum_p x[p] b[j ldb + p] + beta y[j], ldb > k */
+                const size_t ldt = k + 3;
+                guarded gx, gb, gy;
+                float *x = guarded_alloc(&gx, k * 3, GUARD_AFTER);
+                float *b = guarded_alloc(&gb, (n - 1) * ldt + k, GUARD_AFTER);
+                float *y = guarded_alloc(&gy, n, GUARD_AFTER);
+                float *y0 = malloc(n * sizeof(float));
+                fill(x, k * 3);
+                fill(b, (n - 1) * ldt + k);
+                for (size_t j = 0; j < n; j++)
+                    y0[j] = y[j] = beta == 0.0f ? NAN : rng_uniform(-1, 1);
+                g->gemv_t(n, k, alpha, x, b, ldt, beta, y);
+                long bad = 0;
+                for (size_t j = 0; j < n; j++) {
+                    double ref = 0.0, mag = 0.0;
+                    for (size_t p = 0; p < k; p++) {
+                        ref += (double)x[p] * b[j * ldt + p];
+                        mag += fabs((double)x[p] * b[j * ldt + p]);
+                    }
+                    const double yj = beta == 0.0f ? 0.0 : y0[j];
+                    bad += !close_to(y[j], alpha * ref + beta * yj,
+                                     2.0 * k * FLT_EPSILON * alpha * mag + 2.0 * FLT_EPSILON * fabs(beta * yj) + FLT_MIN);
+                }
+                CHECK(bad == 0, "gemv_t n=%zu k=%zu beta=%g: %ld wrong", n, k, beta, bad);
+                CHECK(guarded_free(&gb), "gemv_t wrote into b");
+                /* gemv_n: y[j] = alpha sum_p x[p incx] b[p ldb + j] + beta y[j], ldb > n */
+                for (size_t incx = 1; incx <= 3; incx += 2) {
+                    const size_t ldn = n + 2;
+                    guarded gbn;
+                    float *bn = guarded_alloc(&gbn, (k - 1) * ldn + n, GUARD_AFTER);
+                    fill(bn, (k - 1) * ldn + n);
+                    for (size_t j = 0; j < n; j++)
+                        y0[j] = y[j] = beta == 0.0f ? NAN : rng_uniform(-1, 1);
+                    g->gemv_n(n, k, alpha, x, incx, bn, ldn, beta, y);
+                    bad = 0;
+                    for (size_t j = 0; j < n; j++) {
+                        double ref = 0.0, mag = 0.0;
+                        for (size_t p = 0; p < k; p++) {
+                            ref += (double)x[p * incx] * bn[p * ldn + j];
+                            mag += fabs((double)x[p * incx] * bn[p * ldn + j]);
+                        }
+                        const double yj = beta == 0.0f ? 0.0 : y0[j];
+                        bad += !close_to(y[j], alpha * ref + beta * yj,
+                                         2.0 * k * FLT_EPSILON * alpha * mag + 2.0 * FLT_EPSILON * fabs(beta * yj) +
+                                             FLT_MIN);
+                    }
+                    CHECK(bad == 0, "gemv_n n=%zu k=%zu incx=%zu beta=%g: %ld wrong", n, k, incx, beta, bad);
+                    CHECK(guarded_free(&gbn), "gemv_n wrote into b");
+                }
+                CHECK(guarded_free(&gx) && guarded_free(&gy), "gemv wrote outside x or y");
+                free(y0);
+            }
+        }
+    }
+}
+
+/* COLS queries (a multiple of every ISA's vector length), D_O output columns */
+enum { COLS = 48, D_O = 32, LDS = COLS + 16, LDO = D_O + 16 };
+
+static void test_attn_update(const qkv_kernels *t)
+{
+    static const size_t row_counts[] = {1, 2, 5, 96};
+    for (size_t ir = 0; ir < sizeof row_counts / sizeof row_counts[0]; ir++) {
+        const size_t rows = row_counts[ir];
+        float *s = malloc(rows * LDS * sizeof(float)), *s0 = malloc(rows * LDS * sizeof(float));
+        float m[COLS], l[COLS], m0[COLS], l0[COLS];
+        float *o = malloc(COLS * LDO * sizeof(float)), *o0 = malloc(COLS * LDO * sizeof(float));
+        for (size_t i = 0; i < rows * LDS; i++)
+            s0[i] = rng_uniform(-8, 8);
+        fill(o0, COLS * LDO);
+        for (size_t c = 0; c < COLS; c++) {
+            switch (c % 6) {
+            case 0: m0[c] = -FLT_MAX; break;                   /* first tile */
+            case 1: m0[c] = 20.0f; break;                      /* max does not grow */
+            case 2: m0[c] = rng_uniform(-8, 0); break;         /* max grows */
+            case 3: m0[c] = rng_uniform(-2, 2); break;         /* either */
+            case 4: m0[c] = -FLT_MAX; break;                   /* first tile, all masked below */
+            default: m0[c] = 1.5f; break;                      /* masked tile after a visible one */
+            }
+            l0[c] = m0[c] == -FLT_MAX ? 0.0f : rng_uniform(0.5f, 4);
+            if (c % 6 >= 4)
+                for (size_t j = 0; j < rows; j++)
+                    s0[j * LDS + c] = -INFINITY;
+            else if (c % 6 == 3 && rows > 1)
+                s0[(rows - 1) * LDS + c] = -INFINITY; /* one masked key */
+        }
+        memcpy(s, s0, rows * LDS * sizeof(float));
+        memcpy(m, m0, sizeof m);
+        memcpy(l, l0, sizeof l);
+        memcpy(o, o0, COLS * LDO * sizeof(float));
+        t->attn_update(rows, COLS, s, LDS, m, l, o, LDO, D_O);
+        long bad = 0;
+        for (size_t c = 0; c < COLS; c++) {
+            double mx = m0[c];
+            for (size_t j = 0; j < rows; j++)
+                mx = s0[j * LDS + c] > mx ? s0[j * LDS + c] : mx;
+            /* the kernel's exp sees the float differences m - mx and s - mx */
+            const double a = exp((double)(float)((double)m0[c] - mx));
+            double sum = 0.0;
+            for (size_t j = 0; j < rows; j++) {
+                const double p = exp((double)(float)((double)s0[j * LDS + c] - mx));
+                sum += p;
+                bad += ulp_error(s[j * LDS + c], p) > 4.0;
+            }
+            bad += m[c] != (float)mx;
+            const double lref = a * l0[c] + sum;
+            bad += !close_to(l[c], lref, 4.0 * FLT_EPSILON * (lref + 1.0) * (rows + 1));
+            for (size_t d = 0; d < LDO; d++) {
+                const float got = o[c * LDO + d];
+                if (d >= D_O)
+                    bad += memcmp(&got, &o0[c * LDO + d], sizeof got) != 0; /* past d_o: untouched */
+                else
+                    bad += ulp_error(got, a * o0[c * LDO + d]) > 4.0;
+            }
+            if (c % 6 >= 4) /* all masked: exact zeros, the accumulator unchanged */
+                for (size_t j = 0; j < rows; j++)
+                    bad += s[j * LDS + c] != 0.0f || signbit(s[j * LDS + c]);
+            for (size_t j = 0; j < rows; j++)
+                bad += isnan(s[j * LDS + c]);
+        }
+        for (size_t j = 0; j < rows; j++)
+            for (size_t c = COLS; c < LDS; c++)
+                bad += memcmp(&s[j * LDS + c], &s0[j * LDS + c], sizeof(float)) != 0; /* past cols */
+        CHECK(bad == 0, "attn_update rows=%zu: %ld wrong values", rows, bad);
+        free(s);
+        free(s0);
+        free(o);
+        free(o0);
+    }
+}
+
+int main(void)
+{
+    qkv_isa isas[QKV_ISA_NEON + 1];
+    const int n_isa = isa_list(isas);
+    for (int k = 0; k < n_isa; k++) {
+        qkv_isa_select(isas[k]);
+        const qkv_kernels *t = qkv_kernels_active();
+        printf("  %s: ukernel %zux%zu (MC %zu, KC %zu, NC %zu), gemv_t, gemv_n, attn_update\n",
+               qkv_isa_name(isas[k]), t->gemm->mr, t->gemm->nr, t->gemm->mc, t->gemm->kc, t->gemm->nc);
+        test_ukernel(t->gemm);
+        test_gemv(t->gemm);
+        test_attn_update(t);
+    }
+    return test_finish("test_ukernels");
+}
