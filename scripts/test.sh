@@ -118,7 +118,7 @@ run_suite "native $(uname -m), release build" build-test-release -Dbench=disable
 
 if [ "$(uname -m)" = x86_64 ]; then
     if ! grep -qw avx512f /proc/cpuinfo; then
-        echo "== this CPU has no AVX-512: testing the AVX-512 kernels through src/simd/avx512_emu.h"
+        echo "== this CPU has no AVX-512: testing the AVX-512 kernels through src/kernels/simd/avx512_emu.h"
         QKV_EXP_STRIDE=${QKV_EXP_STRIDE:-31} run_suite "x86-64 with emulated AVX-512" build-test-emu \
             -Dbench=disabled -Davx512_emulation=true
     fi

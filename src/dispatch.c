@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isa_built.h"
 #include "kernels.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -26,29 +27,9 @@
 #define QKV_VERSION_STRING "0.1.0"
 #endif
 
-/* one table per ISA: every kernel of that ISA, named qkv_<op>_<isa> (kernels.h) */
-#define QKV_TABLE(ID, sfx)                                                                        \
-    static const qkv_kernels table_##sfx = {                                                       \
-        .isa = QKV_ISA_##ID,                                                                      \
-        .dot = qkv_dot_##sfx,                                                                      \
-        .exp = qkv_exp_##sfx,                                                                      \
-        .softmax = qkv_softmax_##sfx,                                                              \
-        .gemm = &qkv_gemm_##sfx,                                                                   \
-        .attn_update = qkv_attn_update_##sfx,                                                      \
-    };
-
-QKV_TABLE(SCALAR, scalar)
-#ifdef QKV_HAVE_AVX2
-QKV_TABLE(AVX2, avx2)
-#endif
-#ifdef QKV_HAVE_AVX512
-QKV_TABLE(AVX512, avx512)
-#endif
-#ifdef QKV_HAVE_NEON
-QKV_TABLE(NEON, neon)
-#endif
-
-/* ---- detection ---------------------------------------------------------------------- */
+/* ---- detection ---------------------------------------------------------------------- *
+ * The CPU helpers that the detect expressions of isa_list.h use; each exists on every
+ * architecture and is false where it does not apply. */
 
 #ifdef QKV_X86
 static unsigned long long read_xcr0(void)
@@ -59,7 +40,9 @@ static unsigned long long read_xcr0(void)
     return ((unsigned long long)hi << 32) | lo;
 }
 
-static int x86_has(qkv_isa isa)
+/* AVX2 + FMA + F16C with OS-enabled YMM state; *leaf7_ebx and *xcr0 for the callers that
+   need more */
+static int x86_avx2(unsigned *leaf7_ebx, unsigned long long *xcr0)
 {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d))
@@ -67,88 +50,92 @@ static int x86_has(qkv_isa isa)
     const int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, f16c = (c >> 29) & 1;
     if (!(fma && osxsave && avx && f16c))
         return 0;
-    const unsigned long long xcr0 = read_xcr0();
-    if ((xcr0 & 0x6) != 0x6) /* XMM and YMM state enabled by the OS */
-        return 0;
-    if (__get_cpuid_max(0, NULL) < 7)
+    *xcr0 = read_xcr0();
+    if ((*xcr0 & 0x6) != 0x6 || __get_cpuid_max(0, NULL) < 7) /* XMM and YMM state enabled by the OS */
         return 0;
     __cpuid_count(7, 0, a, b, c, d);
-    const int avx2 = (b >> 5) & 1;
-    if (isa == QKV_ISA_AVX2)
-        return avx2;
-#ifdef QKV_AVX512_EMULATION
-    if (isa == QKV_ISA_AVX512) /* test build: the AVX-512 kernels run on emulated intrinsics */
-        return avx2;
-#endif
-    if (isa == QKV_ISA_AVX512) {
-        const int f = (b >> 16) & 1, dq = (b >> 17) & 1, bw = (b >> 30) & 1, vl = (b >> 31) & 1;
-        /* opmask (bit 5), upper ZMM0-15 (bit 6) and ZMM16-31 (bit 7) state */
-        return avx2 && f && dq && bw && vl && (xcr0 & 0xe0) == 0xe0;
-    }
-    return 0;
+    *leaf7_ebx = b;
+    return (b >> 5) & 1;
 }
 #endif
 
-static int isa_supported(qkv_isa isa)
+static __attribute__((unused)) int cpu_x86_avx2(void)
 {
-    switch (isa) {
-    case QKV_ISA_SCALAR:
-        return 1;
-#ifdef QKV_HAVE_AVX2
-    case QKV_ISA_AVX2:
-        return x86_has(QKV_ISA_AVX2);
-#endif
-#ifdef QKV_HAVE_AVX512
-    case QKV_ISA_AVX512:
-        return x86_has(QKV_ISA_AVX512);
-#endif
-#ifdef QKV_HAVE_NEON
-    case QKV_ISA_NEON:
-#if defined(__linux__) && defined(HWCAP_ASIMD)
-        return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
+#ifdef QKV_X86
+    unsigned b;
+    unsigned long long xcr0;
+    return x86_avx2(&b, &xcr0);
 #else
-        return 1; /* Advanced SIMD is part of the AArch64 baseline */
+    return 0;
 #endif
-#endif
-    default:
-        return 0;
-    }
 }
 
+static __attribute__((unused)) int cpu_x86_avx512(void)
+{
+#ifdef QKV_X86
+    unsigned b;
+    unsigned long long xcr0;
+    if (!x86_avx2(&b, &xcr0))
+        return 0;
+#ifdef QKV_AVX512_EMULATION
+    return 1; /* test build: the AVX-512 kernels run on emulated intrinsics */
+#endif
+    const int f = (b >> 16) & 1, dq = (b >> 17) & 1, bw = (b >> 30) & 1, vl = (b >> 31) & 1;
+    /* opmask (bit 5), upper ZMM0-15 (bit 6) and ZMM16-31 (bit 7) state */
+    return f && dq && bw && vl && (xcr0 & 0xe0) == 0xe0;
+#else
+    return 0;
+#endif
+}
+
+static __attribute__((unused)) int cpu_arm_neon(void)
+{
+#if defined(__aarch64__) && defined(__linux__) && defined(HWCAP_ASIMD)
+    return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
+#elif defined(__aarch64__)
+    return 1; /* Advanced SIMD is part of the AArch64 baseline */
+#else
+    return 0;
+#endif
+}
+
+/* one table per ISA of this build: every kernel of that ISA (kernels.h) */
+#define QKV_TABLE(ID, name)                                                                      \
+    static const qkv_kernels table_##name = {                                                     \
+        .isa = QKV_ISA_##ID,                                                                     \
+        .dot = qkv_dot_f32_##name,                                                                \
+        .exp = qkv_exp_f32_##name,                                                                \
+        .softmax = qkv_softmax_f32_##name,                                                        \
+        .gemm = &qkv_gemm_f32_##name,                                                             \
+        .attn_update = qkv_attn_update_f32_##name,                                                \
+    };
+QKV_ISA_BUILT(QKV_TABLE)
+#undef QKV_TABLE
+
+/* arrays indexed by qkv_isa have QKV_ISA_COUNT entries: every enum value of the list fits */
+#define QKV_CHECK_ENUM(ID, name, detect) _Static_assert((int)QKV_ISA_##ID < (int)QKV_ISA_COUNT, "enum outside the list");
+QKV_ISA_LIST(QKV_CHECK_ENUM)
+#undef QKV_CHECK_ENUM
+
+/* the table of a built ISA, NULL for one this build does not carry */
 static const qkv_kernels *table_for(qkv_isa isa)
 {
     switch (isa) {
-#ifdef QKV_HAVE_AVX2
-    case QKV_ISA_AVX2:
-        return &table_avx2;
-#endif
-#ifdef QKV_HAVE_AVX512
-    case QKV_ISA_AVX512:
-        return &table_avx512;
-#endif
-#ifdef QKV_HAVE_NEON
-    case QKV_ISA_NEON:
-        return &table_neon;
-#endif
+#define QKV_CASE(ID, name)                                                                       \
+    case QKV_ISA_##ID:                                                                           \
+        return &table_##name;
+        QKV_ISA_BUILT(QKV_CASE)
+#undef QKV_CASE
     default:
-        return &table_scalar;
+        return NULL;
     }
 }
 
 const qkv_kernels *qkv_kernels_built(size_t i)
 {
-    static const qkv_kernels *const built[] = {
-        &table_scalar,
-#ifdef QKV_HAVE_AVX2
-        &table_avx2,
-#endif
-#ifdef QKV_HAVE_AVX512
-        &table_avx512,
-#endif
-#ifdef QKV_HAVE_NEON
-        &table_neon,
-#endif
-    };
+#define QKV_ADDRESS(ID, name) &table_##name,
+    static const qkv_kernels *const built[] = {QKV_ISA_BUILT(QKV_ADDRESS)};
+#undef QKV_ADDRESS
     return i < sizeof built / sizeof built[0] ? built[i] : NULL;
 }
 
@@ -158,32 +145,30 @@ static _Atomic(const qkv_kernels *) g_active;
 static qkv_isa g_detected; /* written once inside pthread_once, read-only afterwards */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
-/* isa_supported() of every qkv_isa value, read once inside pthread_once (CPUID traps to
-   the hypervisor on virtual machines: tens of microseconds a query), read-only afterwards */
-static unsigned char g_supported[QKV_ISA_NEON + 1];
+/* per qkv_isa: 1 if this build carries the ISA and this CPU and OS run it. Evaluated once
+   inside pthread_once (CPUID traps to the hypervisor on virtual machines: tens of
+   microseconds a query), read-only afterwards. */
+static unsigned char g_supported[QKV_ISA_COUNT];
 
 static int isa_usable(qkv_isa isa)
 {
-    return (unsigned)isa < sizeof g_supported && g_supported[isa];
+    return (unsigned)isa < QKV_ISA_COUNT && g_supported[isa];
 }
 
 static void init_once(void)
 {
-    static const qkv_isa order[] = {QKV_ISA_AVX512, QKV_ISA_AVX2, QKV_ISA_NEON};
-    for (size_t i = 0; i < sizeof g_supported; i++)
-        g_supported[i] = (unsigned char)isa_supported((qkv_isa)i);
     g_detected = QKV_ISA_SCALAR;
-    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
-        if (isa_usable(order[i])) {
-            g_detected = order[i];
-            break;
-        }
-    }
+#define QKV_DETECT(ID, name, detect)                                                             \
+    g_supported[QKV_ISA_##ID] = table_for(QKV_ISA_##ID) != NULL && (detect);                     \
+    if (g_supported[QKV_ISA_##ID])                                                               \
+        g_detected = QKV_ISA_##ID; /* the list is in increasing preference */
+    QKV_ISA_LIST(QKV_DETECT)
+#undef QKV_DETECT
     qkv_isa chosen = g_detected;
     const char *env = getenv("QKV_ISA");
     if (env && *env) {
         int found = 0;
-        for (int i = QKV_ISA_SCALAR; i <= QKV_ISA_NEON; i++) {
+        for (int i = 0; i < QKV_ISA_COUNT; i++) {
             if (strcmp(env, qkv_isa_name((qkv_isa)i)) == 0) {
                 found = 1;
                 if (isa_usable((qkv_isa)i))
@@ -193,9 +178,12 @@ static void init_once(void)
                             env, qkv_isa_name(g_detected));
             }
         }
-        if (!found)
-            fprintf(stderr, "libqkv: QKV_ISA=%s is unknown (scalar|avx2|avx512|neon); using %s\n", env,
+        if (!found) {
+#define QKV_NAME(ID, name, detect) " " #name
+            fprintf(stderr, "libqkv: QKV_ISA=%s is unknown (one of:" QKV_ISA_LIST(QKV_NAME) "); using %s\n", env,
                     qkv_isa_name(g_detected));
+#undef QKV_NAME
+        }
     }
     atomic_store_explicit(&g_active, table_for(chosen), memory_order_release);
 }
@@ -233,11 +221,13 @@ qkv_status qkv_isa_select(qkv_isa isa)
 const char *qkv_isa_name(qkv_isa isa)
 {
     switch (isa) {
-    case QKV_ISA_SCALAR: return "scalar";
-    case QKV_ISA_AVX2: return "avx2";
-    case QKV_ISA_AVX512: return "avx512";
-    case QKV_ISA_NEON: return "neon";
-    default: return "unknown";
+#define QKV_NAME(ID, name, detect)                                                               \
+    case QKV_ISA_##ID:                                                                           \
+        return #name;
+        QKV_ISA_LIST(QKV_NAME)
+#undef QKV_NAME
+    default:
+        return "unknown";
     }
 }
 

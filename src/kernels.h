@@ -6,12 +6,14 @@
  *   exp(x, y, n)           y[i] = exp(x[i]), y == x allowed
  *   softmax(x, y, n, s)    y = softmax(s * x), y == x allowed
  * None reads or writes outside [0, n) of its arrays, for any alignment.
- * The GEMM kernels (gemm field) have their own contract below. */
+ * The GEMM kernels (gemm field) have their own contract below, tested per table by
+ * tests/test_ukernels.c. */
 #ifndef QKV_KERNELS_H
 #define QKV_KERNELS_H
 
 #include <stddef.h>
 
+#include "isa_list.h"
 #include "qkv.h"
 
 typedef float (*qkv_dot_fn)(const float *a, const float *b, size_t n);
@@ -20,8 +22,8 @@ typedef void (*qkv_softmax_fn)(const float *x, float *y, size_t n, float scale);
 
 /* ---- GEMM microkernel contract ---------------------------------------------------------
  * Written once here; its callers are gemm/driver.c (with gemm/pack.c) and the fused
- * attention kernel attention/sdpa.c, its implementations gemm/<isa>-<MR>x<NR>.c (gemm/scalar.c
- * for the portable one), all through gemm/ukernel_impl.h. In the style of BLIS KernelsHowTo.
+ * attention kernel attention/sdpa.c; it is written once in kernels/gemm_f32.h and instantiated
+ * with each ISA's tile by kernels/<isa>.c. In the style of BLIS KernelsHowTo.
  *
  * Register tile. Each ISA fixes MR x NR, the tile of C its microkernel keeps in registers,
  * and the cache blocking MC (rows of A per block, packed or in place; lives in L2), KC
@@ -69,7 +71,7 @@ typedef struct qkv_gemm_kernels {
     size_t mc, kc, nc; /* cache blocking */
 } qkv_gemm_kernels;
 
-/* ---- Attention: one online-softmax step (attention/online_softmax_impl.h) -------------
+/* ---- Attention: one online-softmax step (kernels/attn_update_f32.h) -------------
  * attn_update(rows, cols, s, lds, m, l, o, ldo, d_o), s a rows x cols tile of scores S^T
  * (row j = key j, column i = query i, s[j * lds + i]), m and l the running max and sum of
  * the cols queries, o their cols x d_o output accumulator (o[i * ldo + t]). For each i:
@@ -109,19 +111,17 @@ qkv_status qkv_gemm_ws(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, si
                        float alpha, const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c,
                        size_t ldc, float *ws);
 
-/* Per-ISA kernels, compiled with that ISA's flags only: dot, exp and softmax in <op>/<isa>.c,
-   the GEMM kernels in gemm/<isa>-<MR>x<NR>.c (gemm/scalar.c), attn_update in attention/<isa>.c. */
-#define QKV_DECLARE_ISA(isa)                                                    \
-    float qkv_dot_##isa(const float *a, const float *b, size_t n);               \
-    void qkv_exp_##isa(const float *x, float *y, size_t n);                      \
-    void qkv_softmax_##isa(const float *x, float *y, size_t n, float scale);     \
-    extern const qkv_gemm_kernels qkv_gemm_##isa;                               \
-    void qkv_attn_update_##isa(size_t rows, size_t cols, float *s, size_t lds, float *m, float *l, float *o, \
-                               size_t ldo, size_t d_o);
-
-QKV_DECLARE_ISA(scalar)
-QKV_DECLARE_ISA(avx2)
-QKV_DECLARE_ISA(avx512)
-QKV_DECLARE_ISA(neon)
+/* Per-ISA kernels, compiled with that ISA's flags only: every one in the ISA's unit
+   src/kernels/<name>.c (through kernels/instantiate.h), named <kernel>_f32_<name>. Declared
+   for every ISA of src/isa_list.h; only those of isa_built.h exist in a given build. */
+#define QKV_DECLARE_ISA(ID, name, detect)                                                    \
+    float qkv_dot_f32_##name(const float *a, const float *b, size_t n);                       \
+    void qkv_exp_f32_##name(const float *x, float *y, size_t n);                              \
+    void qkv_softmax_f32_##name(const float *x, float *y, size_t n, float scale);             \
+    extern const qkv_gemm_kernels qkv_gemm_f32_##name;                                        \
+    void qkv_attn_update_f32_##name(size_t rows, size_t cols, float *s, size_t lds, float *m, float *l, float *o, \
+                                    size_t ldo, size_t d_o);
+QKV_ISA_LIST(QKV_DECLARE_ISA)
+#undef QKV_DECLARE_ISA
 
 #endif

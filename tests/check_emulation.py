@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The AVX-512 emulation (src/simd/avx512_emu.h) defines exactly the _mm512_* intrinsics
+"""The AVX-512 emulation (src/kernels/simd/avx512_emu.h) defines exactly the _mm512_* intrinsics
 that the rest of src/ uses: a missing one would break the emulated test build, an extra
 one is dead code that nothing tests.
 
@@ -10,7 +10,7 @@ import re
 import sys
 
 src = pathlib.Path(sys.argv[1])
-emu = src / "simd" / "avx512_emu.h"
+emu = src / "kernels" / "simd" / "avx512_emu.h"
 name = re.compile(r"\b_mm512_[a-z0-9_]+\b")
 used = set()
 for f in sorted(src.rglob("*")):

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "isa_list.h"
 #include "qkv.h"
 
 static long g_checks, g_failures;
@@ -52,14 +53,14 @@ static inline float rng_uniform(float lo, float hi)
     return lo + (hi - lo) * (float)((rng_u64() >> 40) * 0x1p-24);
 }
 
-/* ISAs to test on this host: every one qkv_isa_select() accepts, or, if the variable
-   QKV_TEST_ISAS is set (e.g. "scalar" for the valgrind run), those named in it.
-   Prints what it skips. */
+/* ISAs to test on this host, into out[QKV_ISA_COUNT] (src/isa_list.h): every one
+   qkv_isa_select() accepts, or, if the variable QKV_TEST_ISAS is set (e.g. "scalar" for the
+   valgrind run), those named in it. Prints what it skips. */
 static inline int isa_list(qkv_isa *out)
 {
     int n = 0;
     const char *only = getenv("QKV_TEST_ISAS");
-    for (int i = QKV_ISA_SCALAR; i <= QKV_ISA_NEON; i++) {
+    for (int i = 0; i < QKV_ISA_COUNT; i++) {
         if (only && !strstr(only, qkv_isa_name((qkv_isa)i)))
             printf("  skip %s: not in QKV_TEST_ISAS\n", qkv_isa_name((qkv_isa)i));
         else if (qkv_isa_select((qkv_isa)i) == QKV_OK)

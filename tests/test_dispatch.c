@@ -73,7 +73,7 @@ int main(int argc, char **argv)
     CHECK(sscanf(qkv_version(), "%d.%d.%d%c", &maj, &min, &pat, &tail) == 3, "version %s", qkv_version());
 
     /* every table's kernels are callable and agree on an exactly representable case */
-    qkv_isa isas[4];
+    qkv_isa isas[QKV_ISA_COUNT];
     const int n = isa_list(isas);
     for (int k = 0; k < n; k++) {
         qkv_isa_select(isas[k]);

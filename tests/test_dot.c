@@ -28,7 +28,7 @@ static void check_dot(const float *a, const float *b, size_t n)
 
 int main(void)
 {
-    qkv_isa isas[4];
+    qkv_isa isas[QKV_ISA_COUNT];
     const int n_isa = isa_list(isas);
     static const size_t big[] = {63, 64, 65, 100, 127, 255, 256, 1000, 4096, 4097, 65536, 65537, 1u << 20};
     for (int k = 0; k < n_isa; k++) {

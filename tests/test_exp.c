@@ -18,11 +18,11 @@
 
 int main(void)
 {
-    qkv_isa isas[4];
+    qkv_isa isas[QKV_ISA_COUNT];
     const int n_isa = isa_list(isas);
-    double worst[4] = {0}, worst_sleef = 0.0, worst_vs_sleef[4] = {0};
-    float worst_x[4] = {0};
-    long bad[4] = {0};
+    double worst[QKV_ISA_COUNT] = {0}, worst_sleef = 0.0, worst_vs_sleef[QKV_ISA_COUNT] = {0};
+    float worst_x[QKV_ISA_COUNT] = {0};
+    long bad[QKV_ISA_COUNT] = {0};
 
 #ifdef QKV_TEST_EMULATED
     uint64_t stride = 61;

@@ -40,7 +40,7 @@ static void fill_row(float *x, size_t n, float lo, float hi)
 
 int main(void)
 {
-    qkv_isa isas[4];
+    qkv_isa isas[QKV_ISA_COUNT];
     const int n_isa = isa_list(isas);
     static const float scales[] = {1.0f, 0.125f, 3.0f, -1.0f, -0.5f};
     for (int k = 0; k < n_isa; k++) {

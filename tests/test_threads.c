@@ -42,8 +42,8 @@ static float in_a[N_DOT], in_b[N_DOT], in_x[N_EXP], in_s[N_SM];
 static float g_a[GM * GK], g_b[GK * GN], s_q[SQ * SD], s_k[SKV * SD], s_v[SKV * SD], m_w[4][ME * ME], m_x[MN * ME];
 static qkv_mha g_mha;
 static results per_thread[NT];
-static results reference[4];
-static int ref_valid[4];
+static results reference[QKV_ISA_COUNT];
+static int ref_valid[QKV_ISA_COUNT];
 static pthread_barrier_t barrier;
 static atomic_int stop_switching;
 
@@ -71,7 +71,7 @@ static int same(const results *a, const results *b)
 static int each_call_from_one_isa(const results *r)
 {
     int dot = 0, ex = 0, sm = 0, smi = 0, ge = 0, sd = 0, mh = 0, sa = 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < QKV_ISA_COUNT; i++) {
         if (!ref_valid[i])
             continue;
         const results *q = &reference[i];
@@ -168,7 +168,7 @@ int main(void)
     pthread_barrier_destroy(&barrier);
     const qkv_isa first = qkv_isa_active();
 
-    qkv_isa isas[4];
+    qkv_isa isas[QKV_ISA_COUNT];
     const int n_isa = isa_list(isas);
     for (int k = 0; k < n_isa; k++) {
         qkv_isa_select(isas[k]);

@@ -256,7 +256,7 @@ static void test_attn_update(const qkv_kernels *t)
 
 int main(void)
 {
-    qkv_isa isas[QKV_ISA_NEON + 1];
+    qkv_isa isas[QKV_ISA_COUNT];
     const int n_isa = isa_list(isas);
     for (int k = 0; k < n_isa; k++) {
         qkv_isa_select(isas[k]);

@@ -10,7 +10,7 @@
  *                        zero-padded scratch), so K is never packed or transposed
  *   causal mask          tiles past the diagonal are never visited; in the diagonal tiles
  *                        the hidden scores (key j > query i + n_kv - n_q) are set to -inf
- *   online softmax       the table's attn_update (attention/online_softmax_impl.h): per
+ *   online softmax       the table's attn_update (kernels/attn_update_f32.h): per
  *                        query running max m and sum l, P = exp(S - m) over S, O rescaled
  *                        only when m grew; S^T makes all of it vertical vector code
  *   O += P V             microkernel again: A = P read in place from S^T (rs 1, cs BR, the

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "isa_list.h"
 #include "qkv.h"
 
 #define FAIL(...)                                                                                  \

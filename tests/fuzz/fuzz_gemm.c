@@ -46,7 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t size)
     for (size_t i = 0; i < nc; i++)
         c0[i] = (nan_c && beta == 0.0f) ? NAN : NEXT();
 
-    for (int isa = QKV_ISA_SCALAR; isa <= QKV_ISA_NEON; isa++) {
+    for (int isa = 0; isa < QKV_ISA_COUNT; isa++) {
         if (qkv_isa_select((qkv_isa)isa) != QKV_OK)
             continue;
         memcpy(c, c0, nc * sizeof(float));

@@ -90,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const size_t n = (size - 5) / sizeof(float);
     float *x = malloc(n * sizeof(float) + 1), *y = malloc(n * sizeof(float) + 1);
     memcpy(x, data + 5, n * sizeof(float));
-    for (int isa = QKV_ISA_SCALAR; isa <= QKV_ISA_NEON; isa++) {
+    for (int isa = 0; isa < QKV_ISA_COUNT; isa++) {
         if (qkv_isa_select((qkv_isa)isa) != QKV_OK)
             continue;
         if (inplace) {

@@ -1,4 +1,4 @@
-/* Vectorized exp(x) on one register, written once against the simd/<isa>.h layer.
+/* Vectorized exp(x) on one register, written once against the kernels/simd/<isa>.h layer.
  *
  *   x  = clamp(x, -104, 89)           NaN passes through (vf_max/vf_min convention);
  *                                      -104 gives 0 after rounding, 89 gives +inf

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 #ifdef QKV_AVX512_EMULATION
-#include "simd/avx512_emu.h" /* test build only: plain-C _mm512 intrinsics on AVX2 hosts */
+#include "kernels/simd/avx512_emu.h" /* test build only: plain-C _mm512 intrinsics on AVX2 hosts */
 #else
 #include <immintrin.h>
 #endif

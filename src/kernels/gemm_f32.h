@@ -1,11 +1,11 @@
-/* GEMM kernels written once against the vector layer, instantiated by gemm/<isa>-<tile>.c
- * after its simd/<isa>.h. The contract (packed layouts, beta == 0, edges) is in kernels.h.
+/* GEMM kernels written once against the vector layer, instantiated once per ISA by
+ * kernels/<isa>.c. The contract (packed layouts, beta == 0, edges) is in kernels.h.
  * The instantiating file defines:
- *   QKV_FN(name)   name##_<isa>
+ *   QKV_FN(name)   name##_f32_<isa> (kernels/instantiate.h)
  *   GEMM_MR        rows of the C tile: one broadcast of A per row and k step
  *   GEMM_NV        vectors per tile row, so NR = GEMM_NV * VL
  *   GEMM_MC, GEMM_KC, GEMM_NC   cache blocking (MC % MR == 0, NC % NR == 0)
- * and gets the constant qkv_gemm_<isa> that the ISA's table points at.
+ * and gets the constant qkv_gemm_f32_<isa> that the ISA's table points at.
  *
  * Microkernel: a rank-1 update per k step. Load the NV vectors of one B micropanel row,
  * then for each of the MR rows broadcast one A value and do NV FMAs into that row's

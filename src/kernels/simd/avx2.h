@@ -1,7 +1,7 @@
 /* Vector layer for AVX2 + FMA: 8 float lanes in a __m256.
  *
- * The kernel templates (dot/dot_impl.h, exp/exp_impl.h, softmax/softmax_impl.h) are
- * written once against this small set of operations; simd/avx512.h and simd/neon.h give
+ * The kernel templates (the kernels/<op>_f32.h files) are
+ * written once against this small set of operations; simd/avx512.h, simd/neon.h and simd/scalar.h give
  * the same names for 16 and 4 lanes. Conventions every layer keeps:
  *   vf_max(c, x), vf_min(c, x)   return x when x is NaN (NaN in the second operand wins)
  *   vf_load_n(p, r, fill)        lanes [0, r) from p, the others = fill; touches only p[0..r)

@@ -1,4 +1,4 @@
-/* Dot product, instantiated once per ISA by dot/<isa>.c after its simd/<isa>.h.
+/* Dot product, instantiated once per ISA by kernels/<isa>.c.
  *
  * Four independent accumulators: an FMA has 4 cycles of latency and the loop is bound by
  * two loads per FMA, so four chains keep one FMA per cycle in flight. The tail is one

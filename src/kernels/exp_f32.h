@@ -1,8 +1,8 @@
-/* y[i] = exp(x[i]) over an array, instantiated once per ISA by exp/<isa>.c after its
- * simd/<isa>.h. Two vectors per iteration give the scheduler two independent dependency
+/* y[i] = exp(x[i]) over an array, instantiated once per ISA by kernels/<isa>.c.
+ * Two vectors per iteration give the scheduler two independent dependency
  * chains of ~20 operations; a masked (or buffered) tail never touches x[n] or y[n].
  * y == x works because each vector is loaded before it is stored. */
-#include "exp/exp_core.h"
+#include "kernels/exp_core.h"
 
 #include <assert.h>
 

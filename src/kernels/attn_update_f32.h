@@ -1,5 +1,5 @@
 /* One online-softmax step of the fused attention (attention/sdpa.c), instantiated once per
- * ISA by attention/<isa>.c after its simd/<isa>.h. Contract: kernels.h, attn_update.
+ * ISA by kernels/<isa>.c (through kernels/instantiate.h). Contract: kernels.h, attn_update.
  *
  * The score tile is S^T: rows are keys j, columns are queries i, so the per-query running
  * max m, sum l and rescale factor a are vectors along a row and every step is vertical:
@@ -16,7 +16,7 @@
 #include <assert.h>
 #include <float.h>
 
-#include "exp/exp_core.h"
+#include "kernels/exp_core.h"
 
 void QKV_FN(qkv_attn_update)(size_t rows, size_t cols, float *s, size_t lds, float *m, float *l, float *o,
                              size_t ldo, size_t d_o)

@@ -1,4 +1,4 @@
-/* y = softmax(s * x), instantiated once per ISA by softmax/<isa>.c after its simd/<isa>.h.
+/* y = softmax(s * x), instantiated once per ISA by kernels/<isa>.c.
  *
  * Pass 1  r = max(x) if s >= 0, else min(x)    so that s (x - r) <= 0 for every x.
  * Guard   s = +-inf, or r = -inf with s > 0 (+inf with s < 0): every scaled entry is
@@ -19,7 +19,7 @@
 #include <assert.h>
 #include <math.h>
 
-#include "exp/exp_core.h"
+#include "kernels/exp_core.h"
 
 #define QKV_SOFTMAX_BLOCK (16 * VL) /* 8 iterations of 2 vectors */
 

@@ -1,7 +1,0 @@
-/* Array exp (see exp/exp_core.h for the algorithm and accuracy, exp/exp_impl.h for the loop).
- * ISA: AVX-512 F/VL/BW/DQ, 16 lanes, __mmask16 tails, vscalefps for 2^n. Compiled with this ISA's flags only. */
-#include "kernels.h"
-#include "simd/avx512.h"
-
-#define QKV_FN(name) name##_avx512
-#include "exp/exp_impl.h"

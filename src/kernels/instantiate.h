@@ -1,0 +1,23 @@
+/* Every f32 kernel of one ISA, instantiated by that ISA's unit kernels/<isa>.c, which is
+ * compiled with the ISA's flags only (meson.build: one static library per ISA). The unit
+ * defines, before including this file:
+ *   QKV_KERNEL_ISA        the ISA's name as in src/isa_list.h (e.g. avx2)
+ *   GEMM_MR, GEMM_NV, GEMM_MC, GEMM_KC, GEMM_NC   its GEMM register tile and blocking
+ *                         (kernels/gemm_f32.h), justified in the unit's header
+ * and includes its vector layer kernels/simd/<isa>.h. Every kernel is then named
+ * <kernel>_f32_<isa> (qkv_dot_f32_avx2, qkv_gemm_f32_avx2, ...), as kernels.h declares. */
+#ifndef QKV_KERNEL_ISA
+#error "define QKV_KERNEL_ISA before including kernels/instantiate.h"
+#endif
+
+#include "kernels.h"
+
+#define QKV_FN_CAT(name, isa) name##_f32_##isa
+#define QKV_FN_EXPAND(name, isa) QKV_FN_CAT(name, isa)
+#define QKV_FN(name) QKV_FN_EXPAND(name, QKV_KERNEL_ISA)
+
+#include "kernels/dot_f32.h"
+#include "kernels/exp_f32.h"
+#include "kernels/softmax_f32.h"
+#include "kernels/gemm_f32.h"
+#include "kernels/attn_update_f32.h"
