@@ -24,28 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena.h"
 #include "gemm/pack.h"
 #include "kernels.h"
-
-static size_t min_size(size_t x, size_t y)
-{
-    return x < y ? x : y;
-}
-
-static size_t round_up(size_t x, size_t m)
-{
-    return (x + m - 1) / m * m;
-}
-
-/* 1 if a rows x cols matrix with leading dimension ld spans at most PTRDIFF_MAX bytes
-   (ld >= cols is already checked) */
-static int extent_fits(size_t rows, size_t cols, size_t ld)
-{
-    const size_t max = (size_t)PTRDIFF_MAX / sizeof(float);
-    if (rows == 0 || cols == 0)
-        return 1;
-    return cols <= max && rows - 1 <= (max - cols) / ld;
-}
 
 /* C = beta * C, beta == 0 without reading C */
 static void scale_c(size_t m, size_t n, float beta, float *c, size_t ldc)
@@ -70,18 +51,41 @@ static void merge_tile(size_t rows, size_t cols, const float *t, size_t ldt, flo
             c[i * ldc + j] = beta == 0.0f ? t[i * ldt + j] : t[i * ldt + j] + beta * c[i * ldc + j];
 }
 
-/* workspace floats of one call with the kernels g: the gathered x of the m == 1 path, or
-   the packed A block (or edge panel), packed B block and scratch tile of the blocked path */
-static size_t ws_floats(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k)
+/* The blocking of one call: blocks no larger than the problem; k split into equal KC
+   blocks (k = 300 with KC 256: 150 + 150, not 256 + 44) so that every block amortizes the
+   microkernel epilogue. */
+typedef struct blocking {
+    size_t kc, mc, nc;
+} blocking;
+
+static blocking plan(const qkv_gemm_kernels *g, size_t m, size_t n, size_t k)
 {
-    if (m == 1)
-        return ta == QKV_TRANS && tb == QKV_TRANS ? round_up(k, 16) : 0;
     const size_t k_blocks = (k + g->kc - 1) / g->kc;
-    const size_t kc_max = (k + k_blocks - 1) / k_blocks;
-    const size_t mc_max = min_size(g->mc, round_up(m, g->mr));
-    const size_t nc_max = min_size(g->nc, round_up(n, g->nr));
-    return round_up((ta == QKV_TRANS ? mc_max : g->mr) * kc_max, 16) + round_up(kc_max * nc_max, 16) +
-           round_up(g->mr * g->nr, 16);
+    return (blocking){(k + k_blocks - 1) / k_blocks, qkv_min(g->mc, qkv_round_up(m, g->mr)),
+                      qkv_min(g->nc, qkv_round_up(n, g->nr))};
+}
+
+/* The workspace of one call with the kernels g, in arena order: the gathered x of the
+   m == 1 path, or the packed A block (or edge panel), packed B block and scratch tile of the
+   blocked path. A row-major A is read in place, so only a partial last row panel of it is
+   packed (MR x kc); a transposed A is packed whole (mc x kc). */
+typedef struct gemm_ws {
+    float *x, *ap, *bp, *tile;
+} gemm_ws;
+
+static void layout(qkv_arena *ar, const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, size_t m, size_t n,
+                   size_t k, gemm_ws *w)
+{
+    *w = (gemm_ws){NULL, NULL, NULL, NULL};
+    if (m == 1) {
+        if (ta == QKV_TRANS && tb == QKV_TRANS)
+            w->x = qkv_arena_floats(ar, k);
+        return;
+    }
+    const blocking b = plan(g, m, n, k);
+    w->ap = qkv_arena_floats(ar, (ta == QKV_TRANS ? b.mc : g->mr) * b.kc);
+    w->bp = qkv_arena_floats(ar, b.kc * b.nc);
+    w->tile = qkv_arena_floats(ar, g->mr * g->nr);
 }
 
 size_t qkv_gemm_workspace_floats(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k)
@@ -90,15 +94,17 @@ size_t qkv_gemm_workspace_floats(qkv_trans ta, qkv_trans tb, size_t m, size_t n,
         return 0;
     size_t most = 0;
     for (size_t i = 0; qkv_kernels_built(i) != NULL; i++) {
-        const size_t f = ws_floats(qkv_kernels_built(i)->gemm, ta, tb, m, n, k);
-        most = f > most ? f : most;
+        qkv_arena ar = qkv_arena_sizer();
+        gemm_ws w;
+        layout(&ar, qkv_kernels_built(i)->gemm, ta, tb, m, n, k, &w);
+        most = qkv_max(most, ar.used / sizeof(float));
     }
     return most;
 }
 
 /* m == 1: op(A) is the row a[0..k) (QKV_NOTRANS) or the column a[p * lda] (QKV_TRANS) */
 static void gemm_row(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, size_t n, size_t k, float alpha,
-                     const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c, float *ws)
+                     const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c, float *x)
 {
     const size_t inca = ta == QKV_TRANS ? lda : 1;
     if (tb == QKV_NOTRANS) {
@@ -108,8 +114,8 @@ static void gemm_row(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, size
     /* gemv_t loads x as vectors: gather a strided column once */
     if (inca != 1) {
         for (size_t p = 0; p < k; p++)
-            ws[p] = a[p * inca];
-        a = ws;
+            x[p] = a[p * inca];
+        a = x;
     }
     g->gemv_t(n, k, alpha, a, b, ldb, beta, c);
 }
@@ -128,10 +134,10 @@ static void macro_kernel(const qkv_gemm_kernels *g, size_t mc, size_t nc, size_t
 {
     const size_t MR = g->mr, NR = g->nr;
     for (size_t jr = 0; jr < nc; jr += NR) {
-        const size_t nr = min_size(NR, nc - jr);
+        const size_t nr = qkv_min(NR, nc - jr);
         const float *b_panel = bp + jr * kc; /* stays in L1 across the ir loop */
         for (size_t ir = 0; ir < mc; ir += MR) {
-            const size_t mr = min_size(MR, mc - ir);
+            const size_t mr = qkv_min(MR, mc - ir);
             const int full = ir < A->n_full;
             const float *a_panel = full ? A->a + ir * A->step : A->edge;
             const size_t rs = full ? A->rs : 1, cs = full ? A->cs : MR;
@@ -148,15 +154,11 @@ static void macro_kernel(const qkv_gemm_kernels *g, size_t mc, size_t nc, size_t
 
 static void gemm_blocked(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k,
                          float alpha, const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c,
-                         size_t ldc, float *ws)
+                         size_t ldc, const gemm_ws *w)
 {
     const size_t MR = g->mr, NR = g->nr;
-    /* blocks no larger than the problem; k split into equal KC blocks (k = 300 with KC 256:
-       150 + 150, not 256 + 44) so that every block amortizes the microkernel epilogue */
-    const size_t k_blocks = (k + g->kc - 1) / g->kc;
-    const size_t kc_max = (k + k_blocks - 1) / k_blocks;
-    const size_t mc_max = min_size(g->mc, round_up(m, MR));
-    const size_t nc_max = min_size(g->nc, round_up(n, NR));
+    const blocking bl = plan(g, m, n, k);
+    const size_t kc_max = bl.kc, mc_max = bl.mc, nc_max = bl.nc;
     /* A row-major A (QKV_NOTRANS) is read in place: per k step the microkernel broadcasts
        one float from each of MR rows, which walk forward together, so a row panel costs
        MR streams of L1 lines, the same lines packing would have read, without the copy
@@ -165,19 +167,17 @@ static void gemm_blocked(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, 
        zero-pad it. A
        transposed A would put each k step on its own cache line: that one is packed. */
     const int pack_a = ta == QKV_TRANS;
-    /* the layout that ws_floats() sized */
-    const size_t a_len = round_up((pack_a ? mc_max : MR) * kc_max, 16), b_len = round_up(kc_max * nc_max, 16);
-    float *ap = ws, *bp = ws + a_len, *tile = bp + b_len;
+    float *ap = w->ap, *bp = w->bp, *tile = w->tile;
     const size_t a_rs = ta == QKV_TRANS ? 1 : lda, a_cs = ta == QKV_TRANS ? lda : 1; /* op(A)(i, p) in place */
 
     for (size_t jc = 0; jc < n; jc += nc_max) {
-        const size_t nc = min_size(nc_max, n - jc);
+        const size_t nc = qkv_min(nc_max, n - jc);
         for (size_t pc = 0; pc < k; pc += kc_max) {
-            const size_t kc = min_size(kc_max, k - pc);
+            const size_t kc = qkv_min(kc_max, k - pc);
             const float beta_pc = pc == 0 ? beta : 1.0f;
             qkv_gemm_pack_b(tb, kc, nc, tb == QKV_TRANS ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, NR, bp);
             for (size_t ic = 0; ic < m; ic += mc_max) {
-                const size_t mc = min_size(mc_max, m - ic);
+                const size_t mc = qkv_min(mc_max, m - ic);
                 const float *a_ic = a + ic * a_rs + pc * a_cs; /* op(A)(ic, pc) */
                 a_block A;
                 if (pack_a) {
@@ -216,24 +216,28 @@ qkv_status qkv_gemm_ws(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, si
         return QKV_OK;
     if (c == NULL || (k > 0 && (a == NULL || b == NULL)))
         return QKV_ERR_ARG;
-    if (!extent_fits(m, n, ldc) || !extent_fits(a_rows, a_cols, lda) || !extent_fits(b_rows, b_cols, ldb))
+    if (!qkv_extent_ok(m, n, ldc) || !qkv_extent_ok(a_rows, a_cols, lda) || !qkv_extent_ok(b_rows, b_cols, ldb))
         return QKV_ERR_SIZE;
 
     if (k == 0 || alpha == 0.0f) {
         scale_c(m, n, beta, c, ldc);
         return QKV_OK;
     }
-    const size_t need = ws_floats(g, ta, tb, m, n, k);
+    qkv_arena ar = qkv_arena_sizer();
+    gemm_ws w;
+    layout(&ar, g, ta, tb, m, n, k, &w);
     float *owned = NULL;
-    if (ws == NULL && need > 0) {
-        ws = owned = aligned_alloc(64, round_up(need * sizeof(float), 64)); /* the driver's one allocator */
+    if (ws == NULL && ar.used > 0) {
+        ws = owned = aligned_alloc(QKV_ARENA_ALIGN, ar.used); /* the driver's one allocator */
         if (ws == NULL)
             return QKV_ERR_NOMEM;
     }
+    ar = qkv_arena_on(ws);
+    layout(&ar, g, ta, tb, m, n, k, &w);
     if (m == 1)
-        gemm_row(g, ta, tb, n, k, alpha, a, lda, b, ldb, beta, c, ws);
+        gemm_row(g, ta, tb, n, k, alpha, a, lda, b, ldb, beta, c, w.x);
     else
-        gemm_blocked(g, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, ws);
+        gemm_blocked(g, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, &w);
     free(owned);
     return QKV_OK;
 }
