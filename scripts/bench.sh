@@ -31,28 +31,9 @@ while (($#)); do
 done
 json=$(realpath -m "$json")
 
-# Debian packages: the first six are required, the rest are optional peers (and plots). A tool counts
-# as present by its command (it may come from elsewhere), a library by dpkg.
-packages=(meson ninja-build g++ pkg-config python3 libbenchmark-dev
-          libsleef-dev libopenblas-dev libblis-dev libdnnl-dev python3-matplotlib)
-declare -A command_of=([meson]=meson [ninja-build]=ninja [g++]=g++ [pkg-config]=pkg-config [python3]=python3)
-missing=()
-for p in "${packages[@]}"; do
-    if [[ -n ${command_of[$p]:-} ]]; then
-        command -v "${command_of[$p]}" >/dev/null || missing+=("$p")
-    elif command -v dpkg-query >/dev/null; then
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
-    fi
-done
-if ((${#missing[@]})) && ((EUID == 0)) && command -v apt-get >/dev/null; then
-    echo "==> installing ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
-for tool in meson ninja g++ pkg-config python3; do
-    command -v "$tool" >/dev/null || { echo "bench.sh: $tool not found (run as root to install)" >&2; exit 1; }
-done
+# shellcheck source=scripts/bench_deps.sh
+source "$root/scripts/bench_deps.sh"
+bench_install_deps
 
 echo "==> configuring $build"
 cd "$root"
@@ -61,7 +42,7 @@ opts=(--buildtype=release -Dtests=disabled -Dbench=enabled)
 mkdir -p "$build"
 meson setup "$build" "${opts[@]}" >"$build/setup.log" 2>&1 || { cat "$build/setup.log" >&2; exit 1; }
 # the peers found or skipped
-sed -n '/[Bb]enchmark peers/,/^$/p' "$build/setup.log"
+sed -nE '/[Bb]enchmark (peers|composites)/,/^$/p' "$build/setup.log"
 
 echo "==> building"
 meson compile -C "$build" >"$build/compile.log" 2>&1 || { tail -n 40 "$build/compile.log" >&2; exit 1; }

@@ -2,12 +2,14 @@
 """Summarise Google Benchmark JSON from the libqkv benchmark programs.
 
 Benchmarks are named kernel/impl/size (dot/avx2/4096, exp/sleef-avx2/65536,
-gemm/qkv-avx2/64x64x64/NN). An impl that is a libqkv ISA (scalar, avx2, avx512, neon),
-optionally prefixed "qkv-", is libqkv; any other impl is a peer. For each
+gemm/qkv-avx2/64x64x64/NN). Which rows are libqkv's is decided by one rule, is_libqkv()
+below, that bench_compare.py and bench_ab.py share: an impl "qkv-<anything>" or a bare
+libqkv ISA name (scalar, avx2, avx512, neon) is libqkv; every other impl (openblas, blis,
+onednn, sleef-*, sleef3pass-*, unfused-*, and any peer added later) is a peer. For each
 kernel and size the table lists every libqkv ISA, fastest first and the best marked '*',
 with its median CPU time, rate (GFLOP/s when the benchmark reports FLOP/s, else Gelem/s),
-GB/s, % of the single-core FMA peak, the fastest peer and ratio = peer time / libqkv time
-(> 1: libqkv is faster).
+GB/s, % of the single-core FMA peak, the fastest of the peers present (with how many were
+measured) and ratio = that peer's time / libqkv time (> 1: libqkv is faster).
 
 Several input files (one per benchmark program) can be merged into one with --output.
 """
@@ -83,7 +85,17 @@ def parse(name, entry):
 
 
 def is_libqkv(impl):
-    return impl.removeprefix("qkv-") in LIBQKV_ISAS
+    """The one rule for "is this libqkv's own row": impl (the second part of a benchmark
+    name) is qkv-<isa> or a bare libqkv ISA name. Anything else is a peer, so a new peer
+    is a peer by default; name new libqkv benchmarks qkv-<isa>."""
+    return impl.startswith("qkv-") or impl in LIBQKV_ISAS
+
+
+def is_libqkv_name(name):
+    """is_libqkv() for a whole benchmark name (kernel/impl/size...); a name without an
+    impl part is not libqkv's."""
+    parts = name.split("/")
+    return len(parts) >= 2 and is_libqkv(parts[1])
 
 
 def size_key(size):
@@ -115,7 +127,8 @@ def table(rows):
     for kernel, size in sorted(groups, key=lambda g: (g[0], size_key(g[1]))):
         group = groups[(kernel, size)]
         ours = sorted((r for r in group if is_libqkv(r["impl"])), key=lambda r: r["ns"])
-        peer = min((r for r in group if not is_libqkv(r["impl"])), key=lambda r: r["ns"], default=None)
+        peers = [r for r in group if not is_libqkv(r["impl"])]
+        peer = min(peers, key=lambda r: r["ns"], default=None)
         for rank, r in enumerate(ours):
             lines.append([
                 kernel if rank == 0 else "",
@@ -125,7 +138,7 @@ def table(rows):
                 fmt_rate(r),
                 f"{r['bytes'] * 1e-9:.1f}" if r["bytes"] is not None else "-",
                 f"{r['peak'] * 100:.1f}" if r["peak"] is not None else "-",
-                peer["impl"] if peer else "-",
+                f"{peer['impl']} (of {len(peers)})" if peer else "-",
                 fmt_time(peer["ns"]) if peer else "-",
                 f"{peer['ns'] / r['ns']:.2f}" if peer else "-",
             ])
@@ -161,7 +174,8 @@ def main():
           f"{ctx.get('mhz_per_cpu', '?')} MHz; libqkv {ctx.get('libqkv_version', '?')}, "
           f"detected ISA {ctx.get('libqkv_isa_detected', '?')}")
     print(f"single-core FMA peak (GFLOP/s): {peaks or '-'}")
-    print("time: median CPU time per call; ratio = peer time / libqkv time (> 1: libqkv faster)")
+    print("time: median CPU time per call; best peer = the fastest peer measured for that kernel and size;")
+    print("ratio = best peer time / libqkv time (> 1: libqkv faster)")
     print()
     print(table(rows))
     return 0

@@ -15,11 +15,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_summary import LIBQKV_ISAS, TO_NS, load, medians  # noqa: E402
-
-
-def is_libqkv(impl):
-    return impl.removeprefix("qkv-") in LIBQKV_ISAS
+from bench_summary import TO_NS, is_libqkv, load, medians  # noqa: E402
 
 
 def label(impl):

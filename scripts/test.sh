@@ -215,15 +215,39 @@ unset PKG_CONFIG_PATH LD_LIBRARY_PATH
 grep -h "tar.gz\| bytes " "$pkgdir/package.log" || true
 
 # ---- gross performance regressions: scripts/bench.sh --quick against the committed
-# baseline of this machine kind, failing only beyond 2x (time x in-process FMA peak), so a
+# baseline of this machine class, failing only beyond 2x (time x in-process FMA peak), so a
 # kernel that fell back to scalar speed or lost its dispatch is caught without flaking on
-# noise. QKV_TEST_BENCH=0 skips it.
-baseline=$root/bench/baseline/quick-$(uname -m).json
-if [ "${QKV_TEST_BENCH:-1}" != 0 ] && [ -f "$baseline" ]; then
+# noise. Only libqkv's rows gate (peers never do, see scripts/bench_compare.py). A machine
+# class is the architecture and the best ISA libqkv detects (asked of the native test
+# build): bench/baseline/quick-<uname -m>-<isa>.json; without one the check is skipped
+# (README: how to record one). Then tests/test_bench_ab.sh: scripts/bench_ab.sh must catch
+# a synthetic 1.5x slowdown and pass identical revisions (about 3 minutes; needs a git
+# checkout). QKV_TEST_BENCH=0 skips both, QKV_TEST_BENCH_AB=0 the second.
+bench_isa=$(python3 -c 'import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1]); lib.qkv_isa_name.restype = ctypes.c_char_p
+print(lib.qkv_isa_name(lib.qkv_isa_detected()).decode())' "$root/build-test/libqkv.so" 2>/dev/null || true)
+baseline=$root/bench/baseline/quick-$(uname -m)-${bench_isa:-unknown}.json
+if [ "${QKV_TEST_BENCH:-1}" = 0 ]; then
+    echo "== benchmark regression check skipped (QKV_TEST_BENCH=0)"
+elif [ -z "$bench_isa" ]; then
+    echo "== benchmark regression check skipped: build-test/libqkv.so could not say which ISA it detects"
+elif [ ! -f "$baseline" ]; then
+    echo "== benchmark regression check skipped: no baseline ${baseline#"$root"/} for this machine class" \
+        "($(uname -m), best ISA $bench_isa); the README says how to record one"
+else
     echo "== benchmark regression check (quick run vs ${baseline#"$root"/}, threshold 2x)"
     step bench-quick scripts/bench.sh --quick --json "$pkgdir/bench-quick.json"
     step bench-regression python3 scripts/bench_compare.py "$baseline" "$pkgdir/bench-quick.json" --threshold 1.0
     tail -n 3 "$pkgdir/bench-regression.log"
+fi
+if [ "${QKV_TEST_BENCH:-1}" = 0 ] || [ "${QKV_TEST_BENCH_AB:-1}" = 0 ]; then
+    echo "== A/B regression tracking test skipped (QKV_TEST_BENCH=0 or QKV_TEST_BENCH_AB=0)"
+elif ! git -C "$root" rev-parse --verify -q HEAD >/dev/null 2>&1; then
+    echo "== A/B regression tracking test skipped: not a git checkout (it compares revisions)"
+else
+    echo "== A/B regression tracking on a synthetic slowdown (tests/test_bench_ab.sh)"
+    step bench-ab tests/test_bench_ab.sh
+    tail -n 4 "$pkgdir/bench-ab.log"
 fi
 
 echo "$passed passed, $failed failed"

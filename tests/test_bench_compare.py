@@ -3,7 +3,9 @@
 identical runs pass; one benchmark 2x slower is caught and named; a machine 1.3x slower
 in everything, its FMA peak included, is not a regression; repetitions are reduced to
 their median (one outlier does not flag); benchmarks in one file only are listed, not
-errors; malformed, empty or missing input exits 2."""
+errors; malformed, empty or missing input exits 2. Only libqkv's rows gate: every peer
+(OpenBLAS, BLIS, oneDNN, SLEEF, the unfused composites, a peer nobody has named yet) 3x
+slower passes, while one libqkv row 3x slower still fails."""
 import json
 import os
 import subprocess
@@ -48,6 +50,11 @@ def write(dirname, name, times, peak=100.0, reps=1, outlier=None):
 def main():
     base_times = {"dot/avx2/4096": 170.0, "exp/avx2/4096": 1460.0, "softmax/avx2/4096": 2540.0,
                   "gemm/qkv-avx2/1024x1024x1024/NN": 2.3e7, "dot/openblas/4096": 177.0}
+    # the peers' names as bench/*.cc make them, and one peer that does not exist yet
+    peer_times = {"gemm/openblas/1024x1024x1024/NN": 2.4e7, "gemm/blis/1024x1024x1024/NN": 2.3e7,
+                  "gemm/onednn/1024x1024x1024/NN": 2.2e7, "exp/sleef-avx2/4096": 2600.0,
+                  "softmax/sleef3pass-avx512/4096": 3000.0, "sdpa/unfused-onednn/1024x64/full": 4.4e6,
+                  "sdpa/unfused/1024x64/full": 4.4e6, "gemm/mkl/1024x1024x1024/NN": 2.1e7}
     with tempfile.TemporaryDirectory() as d:
         base = write(d, "base.json", base_times, reps=3)
         same = write(d, "same.json", base_times, reps=3)
@@ -76,6 +83,21 @@ def main():
         gross["softmax/avx2/4096"] *= 2.0
         rc, out = run(base, write(d, "gross2.json", gross), "--threshold", "1.0")
         check(rc == 1, "3.2x fails the gross-regression threshold", out)
+
+        with_peers = {**base_times, **peer_times}
+        pbase = write(d, "pbase.json", with_peers, reps=3)
+        peers_slow = {k: v * (1.0 if k in base_times and k != "dot/openblas/4096" else 3.0)
+                      for k, v in with_peers.items()}
+        rc, out = run(pbase, write(d, "peers_slow.json", peers_slow), "--threshold", "1.0")
+        check(rc == 0 and "no regression" in out, "every peer 3x slower (a BLIS without kernels for this CPU) passes", out)
+        check(all(f"{k}" in out for k in peer_times) and out.count("peer, slower") == len(peer_times) + 1,
+              "... and the slower peers are still shown, marked as peers", out)
+        ours_slow = dict(peers_slow)
+        ours_slow["gemm/qkv-avx2/1024x1024x1024/NN"] *= 3.0
+        rc, out = run(pbase, write(d, "ours_slow.json", ours_slow), "--threshold", "1.0")
+        tail = out.split("regression(s)")[-1]
+        check(rc == 1 and "gemm/qkv-avx2/1024x1024x1024/NN" in tail and "openblas" not in tail and "blis" not in tail,
+              "one libqkv row 3x slower among slow peers fails and only it is named", out)
 
         extra = dict(base_times)
         extra["sdpa/avx2/1024x64"] = 1e6

@@ -1,16 +1,18 @@
 /* bench_attention: qkv_sdpa on every host ISA against the unfused composite a user would
  * write from library parts, and qkv_mha_forward, all single-threaded.
  *
- * Names: sdpa/<impl>/<N>x<d>/<full|causal> with impl qkv-<isa> or "unfused" (S = Q K^T by
- * OpenBLAS or oneDNN sgemm into an N x N buffer, a row softmax with SLEEF's AVX2 expf or
- * libqkv's qkv_softmax, the causal rows only over their visible prefix, O = P V by sgemm);
+ * Names: sdpa/<impl>/<N>x<d>/<full|causal> with impl qkv-<isa> or unfused-<sgemm peer>, one
+ * composite per SGEMM library found (sgemm_peers.h: unfused-openblas, unfused-blis,
+ * unfused-onednn): S = Q K^T by that sgemm into an N x N buffer, a row softmax with SLEEF's
+ * AVX2 expf or libqkv's qkv_softmax, the causal rows only over their visible prefix,
+ * O = P V by the same sgemm. The summary compares with the fastest of them;
  * mha/qkv-<isa>/<n>/E<E>h<h> (self-attention, batch 1, biases, torch_layout 0);
  * decode/qkv-<isa>/<n_kv>x<d>/q<n_q> (the n_q <= 4 path, counter GB/s of K and V streamed).
  * The shapes come from bench/attention/shapes.txt (or the file QKV_BENCH_SHAPES names).
  * FLOPs: sdpa 4 N^2 d (causal: half of it), mha 8 n E^2 (four projections) + 4 n^2 E.
  * Counters FLOP/s and peak_frac (composite: against the best host ISA). Use medians:
- * --benchmark_repetitions=5 --benchmark_report_aggregates_only=true, and for OpenBLAS
- * OPENBLAS_NUM_THREADS=1 (the program also calls openblas_set_num_threads(1)). */
+ * --benchmark_repetitions=5 --benchmark_report_aggregates_only=true, and
+ * OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 (the program also pins each peer to one thread). */
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -24,14 +26,8 @@
 
 #include "bench_util.h"
 #include "qkv.h"
+#include "sgemm_peers.h"
 
-#ifdef QKV_BENCH_HAVE_OPENBLAS
-#include <cblas.h>
-#define QKV_BENCH_HAVE_SGEMM 1
-#elif defined(QKV_BENCH_HAVE_DNNL)
-#include <dnnl.h>
-#define QKV_BENCH_HAVE_SGEMM 1
-#endif
 #ifdef QKV_BENCH_HAVE_SLEEF
 #include <immintrin.h>
 #include <sleef.h>
@@ -95,20 +91,6 @@ double sdpa_flops(const Shape &s)
     return s.causal ? f / 2.0 : f;
 }
 
-#ifdef QKV_BENCH_HAVE_SGEMM
-/* C (m x n) = A (m x k) op(B), row-major, beta 0 */
-void sgemm(bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float *a, const float *b,
-           float *c)
-{
-#ifdef QKV_BENCH_HAVE_OPENBLAS
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, alpha, a,
-                (int)k, b, (int)(trans_b ? k : n), 0.0f, c, (int)n);
-#else
-    dnnl_sgemm('N', trans_b ? 'T' : 'N', (dnnl_dim_t)m, (dnnl_dim_t)n, (dnnl_dim_t)k, alpha, a, (dnnl_dim_t)k, b,
-               (dnnl_dim_t)(trans_b ? k : n), 0.0f, c, (dnnl_dim_t)n);
-#endif
-}
-
 #ifdef QKV_BENCH_HAVE_SLEEF
 /* y = softmax(x) over n elements: max pass, SLEEF exp-store-sum pass, scale pass */
 __attribute__((target("avx2,fma"))) void softmax_sleef(float *x, std::size_t n)
@@ -157,7 +139,8 @@ void softmax_row(float *x, std::size_t n)
 
 /* the composite: S = scale Q K^T (full), row softmax (causal: over the visible prefix,
    the rest zeroed), O = P V (full) */
-void unfused(const Shape &s, const float *q, const float *k, const float *v, float *o, float *scores)
+void unfused(qkv_bench::SgemmFn sgemm, const Shape &s, const float *q, const float *k, const float *v, float *o,
+             float *scores)
 {
     const std::size_t n = s.n;
     sgemm(true, n, n, s.d, 1.0f / std::sqrt((float)s.d), q, k, scores);
@@ -169,10 +152,12 @@ void unfused(const Shape &s, const float *q, const float *k, const float *v, flo
     }
     sgemm(false, n, s.d, n, 1.0f, scores, v, o);
 }
-#endif
 
-void bm_sdpa(benchmark::State &st, const Shape &s, bool is_qkv, qkv_isa isa)
+/* libqkv's qkv_sdpa on isa when peer is null, else the unfused composite on peer's sgemm
+   (isa then only names the peak that peak_frac refers to) */
+void bm_sdpa(benchmark::State &st, const Shape &s, qkv_bench::SgemmFn peer, qkv_isa isa)
 {
+    const bool is_qkv = peer == nullptr;
     if (is_qkv && !qkv_bench::select_isa(st, isa))
         return;
     const std::size_t n = s.n, d = s.d;
@@ -189,9 +174,7 @@ void bm_sdpa(benchmark::State &st, const Shape &s, bool is_qkv, qkv_isa isa)
                 return;
             }
         } else {
-#ifdef QKV_BENCH_HAVE_SGEMM
-            unfused(s, q.get(), k.get(), v.get(), o.get(), scores.get());
-#endif
+            unfused(peer, s, q.get(), k.get(), v.get(), o.get(), scores.get());
         }
         benchmark::DoNotOptimize(o.get());
         benchmark::ClobberMemory();
@@ -247,9 +230,7 @@ void bm_decode(benchmark::State &st, std::size_t n_q, std::size_t n_kv, std::siz
 
 void register_all()
 {
-#if defined(QKV_BENCH_HAVE_OPENBLAS) && defined(QKV_BENCH_HAVE_OPENBLAS_SET_NUM_THREADS)
-    openblas_set_num_threads(1);
-#endif
+    const std::vector<qkv_bench::SgemmPeer> peers = qkv_bench::sgemm_peers("bench_attention");
     const qkv_isa best = qkv_isa_detected();
     const Shapes shapes = read_shapes();
     for (const Shape &s : shapes.sdpa) {
@@ -258,14 +239,15 @@ void register_all()
             if (isa == QKV_ISA_SCALAR && sdpa_flops(s) > kScalarMaxFlops)
                 continue;
             benchmark::RegisterBenchmark(("sdpa/qkv-" + std::string(qkv_isa_name(isa)) + "/" + size).c_str(),
-                                         [s, isa](benchmark::State &st) { bm_sdpa(st, s, true, isa); })
+                                         [s, isa](benchmark::State &st) { bm_sdpa(st, s, nullptr, isa); })
                 ->Unit(benchmark::kMillisecond);
         }
-#ifdef QKV_BENCH_HAVE_SGEMM
-        benchmark::RegisterBenchmark(("sdpa/unfused/" + size).c_str(),
-                                     [s, best](benchmark::State &st) { bm_sdpa(st, s, false, best); })
-            ->Unit(benchmark::kMillisecond);
-#endif
+        for (const qkv_bench::SgemmPeer &p : peers) {
+            const qkv_bench::SgemmFn fn = p.fn;
+            benchmark::RegisterBenchmark(("sdpa/unfused-" + std::string(p.name) + "/" + size).c_str(),
+                                         [s, fn, best](benchmark::State &st) { bm_sdpa(st, s, fn, best); })
+                ->Unit(benchmark::kMillisecond);
+        }
     }
     /* a long cache (16384 x 64 K and V: 8 MiB) is beyond L2: streamed from L3 / memory */
     for (const auto &dc : shapes.decode) {

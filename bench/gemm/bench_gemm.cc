@@ -7,29 +7,13 @@
  * peak_frac against the in-process FMA peak of the ISA (peers: of the best host ISA).
  * For OpenBLAS's Haswell kernels run with OPENBLAS_CORETYPE=Haswell. Use repetitions and
  * medians, e.g. --benchmark_repetitions=5 --benchmark_report_aggregates_only=true. */
-#include <dlfcn.h>
-
-#include <cstdio>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "bench_util.h"
 #include "qkv.h"
-
-#ifdef QKV_BENCH_HAVE_OPENBLAS
-#include <cblas.h>
-#endif
-#ifdef QKV_BENCH_HAVE_BLIS
-#include <blis.h>
-#endif
-#ifdef QKV_BENCH_HAVE_DNNL
-#include <dnnl.h>
-#endif
-#ifdef QKV_BENCH_HAVE_OPENMP
-#include <omp.h>
-#endif
+#include "sgemm_peers.h"
 
 namespace {
 
@@ -65,41 +49,6 @@ void qkv_call(const Shape &s, const float *a, const float *b, float *c)
              s.trans_b ? s.k : s.n, 0.0f, c, s.n);
 }
 
-#ifdef QKV_BENCH_HAVE_OPENBLAS
-void openblas_call(const Shape &s, const float *a, const float *b, float *c)
-{
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, s.trans_b ? CblasTrans : CblasNoTrans, (int)s.m, (int)s.n, (int)s.k,
-                1.0f, a, (int)s.k, b, (int)(s.trans_b ? s.k : s.n), 0.0f, c, (int)s.n);
-}
-
-/* BLIS exports cblas_sgemm too: make sure the symbol we call is OpenBLAS's */
-bool cblas_is_openblas()
-{
-    Dl_info info;
-    return dladdr(reinterpret_cast<void *>(&cblas_sgemm), &info) != 0 && info.dli_fname != nullptr &&
-           std::strstr(info.dli_fname, "openblas") != nullptr;
-}
-#endif
-
-#ifdef QKV_BENCH_HAVE_BLIS
-void blis_call(const Shape &s, const float *a, const float *b, float *c)
-{
-    float one = 1.0f, zero = 0.0f;
-    /* row-major: row stride ld, column stride 1 */
-    bli_sgemm(BLIS_NO_TRANSPOSE, s.trans_b ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, (dim_t)s.m, (dim_t)s.n,
-              (dim_t)s.k, &one, const_cast<float *>(a), (inc_t)s.k, 1, const_cast<float *>(b),
-              (inc_t)(s.trans_b ? s.k : s.n), 1, &zero, c, (inc_t)s.n, 1);
-}
-#endif
-
-#ifdef QKV_BENCH_HAVE_DNNL
-void dnnl_call(const Shape &s, const float *a, const float *b, float *c)
-{
-    dnnl_sgemm('N', s.trans_b ? 'T' : 'N', (dnnl_dim_t)s.m, (dnnl_dim_t)s.n, (dnnl_dim_t)s.k, 1.0f, a,
-               (dnnl_dim_t)s.k, b, (dnnl_dim_t)(s.trans_b ? s.k : s.n), 0.0f, c, (dnnl_dim_t)s.n);
-}
-#endif
-
 void bm_gemm(benchmark::State &st, const Impl &impl, const Shape &s)
 {
     if (impl.is_qkv && !qkv_bench::select_isa(st, impl.isa))
@@ -122,25 +71,12 @@ void register_all()
     for (qkv_isa isa : qkv_bench::host_isas())
         impls.push_back({std::string("qkv-") + qkv_isa_name(isa), isa, true, qkv_call});
     const qkv_isa best = qkv_isa_detected();
-#ifdef QKV_BENCH_HAVE_OPENMP
-    omp_set_num_threads(1); /* BLIS and oneDNN parallelize through OpenMP */
-#endif
-#ifdef QKV_BENCH_HAVE_OPENBLAS
-#ifdef QKV_BENCH_HAVE_OPENBLAS_SET_NUM_THREADS
-    openblas_set_num_threads(1);
-#endif
-    if (cblas_is_openblas())
-        impls.push_back({"openblas", best, false, openblas_call});
-    else
-        std::fprintf(stderr, "bench_gemm: cblas_sgemm does not resolve to OpenBLAS; OpenBLAS skipped\n");
-#endif
-#ifdef QKV_BENCH_HAVE_BLIS
-    bli_thread_set_num_threads(1);
-    impls.push_back({"blis", best, false, blis_call});
-#endif
-#ifdef QKV_BENCH_HAVE_DNNL
-    impls.push_back({"onednn", best, false, dnnl_call});
-#endif
+    for (const qkv_bench::SgemmPeer &p : qkv_bench::sgemm_peers("bench_gemm")) {
+        const qkv_bench::SgemmFn fn = p.fn;
+        impls.push_back({p.name, best, false, [fn](const Shape &s, const float *a, const float *b, float *c) {
+                             fn(s.trans_b, s.m, s.n, s.k, 1.0f, a, b, c);
+                         }});
+    }
     /* shapes outermost: the implementations of one shape sit next to each other */
     for (const Shape &s : kShapes) {
         const double flops = 2.0 * (double)s.m * (double)s.n * (double)s.k;
