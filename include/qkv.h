@@ -75,7 +75,11 @@ QKV_API void qkv_exp(const float *x, float *y, size_t n);
 
 /* y = softmax(scale * x), max-subtracted; y may equal x. Entries whose scaled value is
    -inf get weight 0; if every scaled entry is -inf the row is all zeros; a NaN anywhere
-   (or a scaled +inf) makes the whole row NaN; n == 0 does nothing. */
+   (or a scaled +inf) makes the whole row NaN; n == 0 does nothing. An infinite scale is
+   no limit (no one-hot argmax): each scaled entry scale * x[i] is +-inf, or NaN for
+   x[i] = 0 or NaN, so the row is all zeros if every x[i] is nonzero with the sign
+   opposite to scale (or an infinity of that sign) and all NaN otherwise. Outputs sum to 1
+   within 1e-6 for any n (the sum of the exponentials is kept within 8 float roundings). */
 QKV_API void qkv_softmax(const float *x, float *y, size_t n, float scale);
 
 /* ---- Matrix multiply -------------------------------------------------------------- */
