@@ -6,13 +6,15 @@
  * within noise of each other at 1024^3, KC 384 best at K = 4096): a B micropanel is
  * 384 x 16 x 4 = 24 KiB (L1), a 144 x 384 block of A 216 KiB (L2), packed B ~6 MiB (L3).
  * Tails: scratch tile in the driver; gemv_t/gemv_n mask with _mm256_maskload/maskstore. */
+#include "gemm/tiles.h"
 #include "kernels.h"
 #include "simd/avx2.h"
 
 #define QKV_FN(name) name##_avx2
-#define GEMM_MR 6
+#define GEMM_MR QKV_GEMM_MR_AVX2
 #define GEMM_NV 2
 #define GEMM_MC 144
 #define GEMM_KC 384
 #define GEMM_NC 4080
 #include "gemm/ukernel_impl.h"
+_Static_assert(GEMM_NR == QKV_GEMM_NR_AVX2, "gemm/tiles.h names this tile");
