@@ -132,7 +132,7 @@ QKV_API qkv_status qkv_attention_simple(const float *x, size_t n, size_t d, floa
    scale <= 0 means 1/sqrt(d_k); a NaN or infinite scale is QKV_ERR_ARG. flags: 0 or
    QKV_CAUSAL. One fused FlashAttention-2 style pass: no n_q x n_kv buffer; the workspace
    (allocated once per call) is O(tile x (d_k + d_v)) floats, independent of n_q and n_kv
-   (d = 64: 137 KiB). Error per output: the GEMM bound on the scores and on P V, exp within
+   (d = 64: 140,032 bytes). Error per output: the GEMM bound on the scores and on P V, exp within
    2 ULP (the qkv_exp contract), stable for logits of any finite magnitude. The scale is
    applied to q before the dot products (scale q rounded once), so only a logit that itself
    overflows float (or a partial sum of one beyond FLT_MAX) overflows: a score of +inf or

@@ -153,6 +153,7 @@ int main(void)
             qkv_softmax(x, y, n, 1.0f);
             const double d = check_row(x, y, n, 1.0f, "1e6");
             CHECK(d <= 1e-5, "n=1e6: sum - 1 = %.3g", d);
+            CHECK(d <= 1e-6, "n=1e6: sum - 1 = %.3g, above the header's 1e-6 for any n", d);
             printf("  softmax %-7s |sum-1|: %.2g (n <= 4096), %.2g (n = 1e6)\n", qkv_isa_name(isas[k]),
                    worst_small, d);
             free(x);
