@@ -66,7 +66,9 @@ QKV_API const char *qkv_isa_name(qkv_isa isa);
  * n elements (they may be NULL when n == 0). They never read or write past element n - 1,
  * whatever the alignment, and never allocate. */
 
-/* sum a[i] * b[i]; n == 0 -> 0.0f. Error <= 2 n FLT_EPSILON sum |a[i] b[i]|. */
+/* sum a[i] * b[i]; n == 0 -> 0.0f. Error <= 2 n FLT_EPSILON sum |a[i] b[i]|. Products and
+   partial sums are float: one beyond FLT_MAX overflows to +-inf (or NaN), and the bound
+   assumes none does. */
 QKV_API float qkv_dot(const float *a, const float *b, size_t n);
 
 /* y[i] = expf(x[i]); y may equal x (other overlaps are not allowed).
@@ -76,7 +78,11 @@ QKV_API void qkv_exp(const float *x, float *y, size_t n);
 
 /* y = softmax(scale * x), max-subtracted; y may equal x. Entries whose scaled value is
    -inf get weight 0; if every scaled entry is -inf the row is all zeros; a NaN anywhere
-   (or a scaled +inf) makes the whole row NaN; n == 0 does nothing. */
+   (or a scaled +inf) makes the whole row NaN; n == 0 does nothing. An infinite scale is
+   no limit (no one-hot argmax): each scaled entry scale * x[i] is +-inf, or NaN for
+   x[i] = 0 or NaN, so the row is all zeros if every x[i] is nonzero with the sign
+   opposite to scale (or an infinity of that sign) and all NaN otherwise. Outputs sum to 1
+   within 1e-6 for any n (the sum of the exponentials is kept within 8 float roundings). */
 QKV_API void qkv_softmax(const float *x, float *y, size_t n, float scale);
 
 /* ---- Matrix multiply -------------------------------------------------------------- */
@@ -87,11 +93,15 @@ typedef enum qkv_trans { QKV_NOTRANS = 0, QKV_TRANS = 1 } qkv_trans;
    m x k, op(B) is k x n, all row-major: A is stored m x k (lda >= k) or, with QKV_TRANS,
    k x m (lda >= m); B is k x n (ldb >= n) or, with QKV_TRANS, n x k (ldb >= k); ldc >= n.
    beta == 0: C is written without being read (NaN in C does not propagate).
-   m == 0 or n == 0: nothing to do, QKV_OK (a, b, c may then be NULL).
+   m == 0 or n == 0: nothing to do, QKV_OK (a, b, c may then be NULL), provided ta, tb and
+   the leading dimensions are valid: those checks come first.
    k == 0 or alpha == 0: C = beta * C, A and B are not read (may be NULL only if k == 0).
    Only the m x n window of C is written; padding columns of C are never touched.
-   Error <= 2 k FLT_EPSILON sum_p |a_ip b_pj| per result (plus the rounding of alpha, beta).
+   Error <= 2 k FLT_EPSILON sum_p |a_ip b_pj| per result (plus the rounding of alpha, beta);
+   the products and sums are float, alpha is applied after them: an intermediate beyond
+   FLT_MAX overflows, and the bound assumes none does.
    Status: QKV_ERR_ARG for a bad ta/tb, an ld below its minimum, or a NULL a, b (k > 0) or c;
+   the ld checks hold whatever m, n, k are (m == 0 with lda = 1 < k is QKV_ERR_ARG);
    QKV_ERR_SIZE if a matrix would span more than PTRDIFF_MAX bytes; QKV_ERR_NOMEM if the
    packing workspace (allocated once per call, a few MiB at most: (MC + NC) x KC floats of
    the active ISA) cannot be allocated.
@@ -123,8 +133,14 @@ QKV_API qkv_status qkv_attention_simple(const float *x, size_t n, size_t d, floa
    scale <= 0 means 1/sqrt(d_k); a NaN or infinite scale is QKV_ERR_ARG. flags: 0 or
    QKV_CAUSAL. One fused FlashAttention-2 style pass: no n_q x n_kv buffer; the workspace
    (allocated once per call) is O(tile x (d_k + d_v)) floats, independent of n_q and n_kv
-   (d = 64: 137 KiB). Error per output: the GEMM bound on the scores and on P V, exp within
-   1 ULP, stable for logits of any magnitude. */
+   (d = 64: 140,032 bytes). Error per output: the GEMM bound on the scores and on P V, exp within
+   2 ULP (the qkv_exp contract), stable for logits of any finite magnitude. The scale is
+   applied to q before the dot products (scale q rounded once), so only a logit that itself
+   overflows float (or a partial sum of one beyond FLT_MAX) overflows: a score of +inf or
+   NaN makes that query's row NaN (as for qkv_softmax), scores of -inf weigh 0, and a row
+   whose visible scores are all -inf is zeros. A key the mask hides has no influence at all,
+   whatever its K and V rows hold (NaN, inf): outputs of queries that do not see it are
+   bit-identical to a call without it. */
 QKV_API qkv_status qkv_sdpa(const float *q, const float *k, const float *v, float *o,
                             size_t n_q, size_t n_kv, size_t d_k, size_t d_v,
                             float scale, unsigned flags);
@@ -151,7 +167,8 @@ typedef struct qkv_mha {
 /* Exact workspace bytes of qkv_mha_forward(m, any batch, ., n_q, ., n_kv, ...): Q, K, V of
    one batch item and the sdpa tile workspace, plus 64 bytes of alignment slack (any ws
    pointer works). For self-attention pass n_kv = n_q. Independent of the active ISA.
-   0 if m is NULL or invalid (as qkv_mha_forward checks it), n_q or n_kv is 0, or the
+   0 if m is one that qkv_mha_forward rejects with QKV_ERR_ARG (NULL, a NULL weight, E or
+   h zero, E % h != 0, torch_layout not 0/1: the same check), n_q or n_kv is 0, or the
    size overflows. */
 QKV_API size_t qkv_mha_workspace_size(const qkv_mha *m, size_t n_q, size_t n_kv);
 

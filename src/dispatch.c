@@ -113,7 +113,7 @@ QKV_ISA_BUILT(QKV_TABLE)
 #undef QKV_TABLE
 
 /* arrays indexed by qkv_isa have QKV_ISA_COUNT entries: every enum value of the list fits */
-#define QKV_CHECK_ENUM(ID, name, detect) _Static_assert((int)QKV_ISA_##ID < (int)QKV_ISA_COUNT, "enum outside the list");
+#define QKV_CHECK_ENUM(ID, ...) _Static_assert((int)QKV_ISA_##ID < (int)QKV_ISA_COUNT, "enum outside the list");
 QKV_ISA_LIST(QKV_CHECK_ENUM)
 #undef QKV_CHECK_ENUM
 
@@ -158,7 +158,7 @@ static int isa_usable(qkv_isa isa)
 static void init_once(void)
 {
     g_detected = QKV_ISA_SCALAR;
-#define QKV_DETECT(ID, name, detect)                                                             \
+#define QKV_DETECT(ID, name, detect, ...)                                                             \
     g_supported[QKV_ISA_##ID] = table_for(QKV_ISA_##ID) != NULL && (detect);                     \
     if (g_supported[QKV_ISA_##ID])                                                               \
         g_detected = QKV_ISA_##ID; /* the list is in increasing preference */
@@ -179,7 +179,7 @@ static void init_once(void)
             }
         }
         if (!found) {
-#define QKV_NAME(ID, name, detect) " " #name
+#define QKV_NAME(ID, name, ...) " " #name
             fprintf(stderr, "libqkv: QKV_ISA=%s is unknown (one of:" QKV_ISA_LIST(QKV_NAME) "); using %s\n", env,
                     qkv_isa_name(g_detected));
 #undef QKV_NAME
@@ -221,7 +221,7 @@ qkv_status qkv_isa_select(qkv_isa isa)
 const char *qkv_isa_name(qkv_isa isa)
 {
     switch (isa) {
-#define QKV_NAME(ID, name, detect)                                                               \
+#define QKV_NAME(ID, name, ...)                                                               \
     case QKV_ISA_##ID:                                                                           \
         return #name;
         QKV_ISA_LIST(QKV_NAME)

@@ -114,7 +114,7 @@ qkv_status qkv_gemm_ws(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, si
 /* Per-ISA kernels, compiled with that ISA's flags only: every one in the ISA's unit
    src/kernels/<name>.c (through kernels/instantiate.h), named <kernel>_f32_<name>. Declared
    for every ISA of src/isa_list.h; only those of isa_built.h exist in a given build. */
-#define QKV_DECLARE_ISA(ID, name, detect)                                                    \
+#define QKV_DECLARE_ISA(ID, name, ...)                                                       \
     float qkv_dot_f32_##name(const float *a, const float *b, size_t n);                       \
     void qkv_exp_f32_##name(const float *x, float *y, size_t n);                              \
     void qkv_softmax_f32_##name(const float *x, float *y, size_t n, float scale);             \

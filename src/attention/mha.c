@@ -108,11 +108,18 @@ qkv_status qkv_self_attention(const float *x, size_t n, size_t d_in, const float
     return QKV_OK;
 }
 
+/* 1 if m is a valid qkv_mha (the one check of qkv_mha_forward and qkv_mha_workspace_size) */
+static int mha_valid(const qkv_mha *m)
+{
+    return m && m->wq && m->wk && m->wv && m->wo && (m->torch_layout == 0 || m->torch_layout == 1) && m->d_model &&
+           m->n_heads && m->d_model % m->n_heads == 0;
+}
+
 /* region sizes in floats (Q, K, V of one batch item, sdpa tile, GEMM packing for the
    largest projection); 0 if m is invalid or a size overflows */
 static int mha_regions(const qkv_mha *m, size_t n_q, size_t n_kv, size_t r[5])
 {
-    if (!m || !m->d_model || !m->n_heads || m->d_model % m->n_heads != 0 || !n_q || !n_kv)
+    if (!mha_valid(m) || !n_q || !n_kv)
         return 0;
     const size_t E = m->d_model, dh = E / m->n_heads;
     if (!qkv_floats_ok(n_q, E) || !qkv_floats_ok(n_kv, E) || !qkv_floats_ok(E, E))
@@ -141,9 +148,7 @@ size_t qkv_mha_workspace_size(const qkv_mha *m, size_t n_q, size_t n_kv)
 qkv_status qkv_mha_forward(const qkv_mha *m, size_t batch, const float *x_q, size_t n_q, const float *x_kv,
                            size_t n_kv, unsigned flags, float *out, void *ws, size_t ws_size)
 {
-    if (!m || !m->wq || !m->wk || !m->wv || !m->wo || (m->torch_layout != 0 && m->torch_layout != 1) ||
-        !m->d_model || !m->n_heads || m->d_model % m->n_heads != 0 || !batch || !x_q || !n_q || !out ||
-        (x_kv && !n_kv) || (flags & ~QKV_CAUSAL))
+    if (!mha_valid(m) || !batch || !x_q || !n_q || !out || (x_kv && !n_kv) || (flags & ~QKV_CAUSAL))
         return QKV_ERR_ARG;
     if (!x_kv)
         n_kv = n_q; /* self-attention: the n_kv argument is ignored */
@@ -155,7 +160,7 @@ qkv_status qkv_mha_forward(const qkv_mha *m, size_t batch, const float *x_q, siz
         return QKV_ERR_SIZE;
     void *owned = NULL;
     if (!ws) {
-        ws = owned = malloc(need);
+        ws = owned = aligned_alloc(64, need); /* need is a multiple of 64 */
         if (!ws)
             return QKV_ERR_NOMEM;
     }

@@ -11,8 +11,8 @@
  * m is kept >= -FLT_MAX (never -inf), so a query whose keys are all masked sees
  * exp(-inf - (-FLT_MAX)) = 0 and a = exp(0) = 1: never exp(-inf - -inf) = NaN.
  * Tiles: cols and d_o are multiples of VL (the driver pads them), so there are no tails.
- * Accuracy: vf_exp (exp_core.h, <= 1 ULP measured); sums of at most a tile of terms in
- * float. */
+ * Accuracy: vf_exp (exp_core.h, <= 2 ULP, the qkv_exp contract); sums of at most a tile
+ * of terms in float. */
 #include <assert.h>
 #include <float.h>
 

@@ -3,7 +3,8 @@
  * defines, before including this file:
  *   QKV_KERNEL_ISA        the ISA's name as in src/isa_list.h (e.g. avx2)
  *   GEMM_MR, GEMM_NV, GEMM_MC, GEMM_KC, GEMM_NC   its GEMM register tile and blocking
- *                         (kernels/gemm_f32.h), justified in the unit's header
+ *                         (kernels/gemm_f32.h), justified in the unit's header; MR and
+ *                         NR = NV x VL must be the tile src/isa_list.h names
  * and includes its vector layer kernels/simd/<isa>.h. Every kernel is then named
  * <kernel>_f32_<isa> (qkv_dot_f32_avx2, qkv_gemm_f32_avx2, ...), as kernels.h declares. */
 #ifndef QKV_KERNEL_ISA
@@ -21,3 +22,8 @@
 #include "kernels/softmax_f32.h"
 #include "kernels/gemm_f32.h"
 #include "kernels/attn_update_f32.h"
+
+#define QKV_TILE_OF(what, isa) QKV_TILE_CAT(what, isa)
+#define QKV_TILE_CAT(what, isa) QKV_GEMM_##what##_##isa
+_Static_assert(GEMM_MR == QKV_TILE_OF(MR, QKV_KERNEL_ISA) && GEMM_NR == QKV_TILE_OF(NR, QKV_KERNEL_ISA),
+               "the unit's GEMM tile is the one src/isa_list.h names");

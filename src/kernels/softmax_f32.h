@@ -57,11 +57,14 @@ void QKV_FN(qkv_softmax)(const float *x, float *y, size_t n, float scale)
         return;
     const float r = row_extreme(x, n, scale >= 0.0f);
     if (isinf(scale) || (scale > 0.0f && r == -INFINITY) || (scale < 0.0f && r == INFINITY)) {
-        /* every scaled entry is infinite or NaN: zeros only if each one is -inf */
-        float fill = 0.0f;
+        /* every scaled entry is infinite or NaN: zeros only if each one is -inf. An integer
+           AND, not a float conditional reduction "if (...) fill = NAN": GCC 12's -O3 loop
+           vectoriser lost the NaN of that reduction (release builds returned zeros for
+           rows that must be NaN, scalar and AVX2 instances). */
+        int all_neg_inf = 1;
         for (size_t i = 0; i < n; i++)
-            if (!(scale * x[i] == -INFINITY))
-                fill = NAN;
+            all_neg_inf &= scale * x[i] == -INFINITY;
+        const float fill = all_neg_inf ? 0.0f : NAN;
         for (size_t i = 0; i < n; i++)
             y[i] = fill;
         return;
