@@ -2,6 +2,7 @@
 """Compare two libqkv benchmark runs and flag regressions.
 
     scripts/bench_compare.py BASE.json NEW.json [--threshold 0.10] [--normalize auto|peak|none]
+                             [--shown-only REGEX]
 
 For every benchmark in both files, the figure compared is the median CPU time (the
 'median' aggregate, or the median of the repetitions). With --normalize peak (the default
@@ -16,11 +17,13 @@ A benchmark regressed when new > base x (1 + threshold). Only libqkv's own rows 
 SLEEF, the unfused composites, any other) are shown, marked "peer", and never counted: a
 peer library that is slow on some CPU says nothing about libqkv. Prints a table of changes,
 lists benchmarks present in only one file, and exits 1 naming every regression, 0 when
-there is none, 2 when an input is missing, empty or not Google Benchmark JSON.
+there is none, 2 when an input is missing, empty or not Google Benchmark JSON. Rows that
+--shown-only matches are shown, marked "not gated", and not counted either.
 """
 import argparse
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -74,7 +77,11 @@ def main(argv=None):
     ap.add_argument("--threshold", type=float, default=0.10,
                     help="relative slowdown that counts as a regression (0.10 = 10%%)")
     ap.add_argument("--normalize", choices=("auto", "peak", "none"), default="auto")
+    ap.add_argument("--shown-only", metavar="REGEX", default=None,
+                    help="libqkv rows whose name matches are shown but not gated (e.g. memory-bound rows, "
+                         "whose time x FMA peak does not carry across machines)")
     args = ap.parse_args(argv)
+    shown_only = re.compile(args.shown_only) if args.shown_only else None
     try:
         base, base_peaks = load(args.base)
         new, new_peaks = load(args.new)
@@ -102,6 +109,8 @@ def main(argv=None):
         mark = ""
         if not is_libqkv_name(name):
             mark = f"  peer{', slower' if change > args.threshold else ''}"
+        elif shown_only and shown_only.search(name):
+            mark = f"  not gated{', slower' if change > args.threshold else ''}"
         elif change > args.threshold:
             mark = "  REGRESSED"
             regressed.append((name, change))

@@ -749,7 +749,7 @@ static void test_rss(void)
 
 int main(void)
 {
-    qkv_isa isas[4];
+    qkv_isa isas[QKV_ISA_COUNT];
     const int n_isa = isa_list(isas);
     for (int i = 0; i < n_isa; i++) {
         qkv_isa_select(isas[i]);

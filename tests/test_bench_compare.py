@@ -99,6 +99,17 @@ def main():
         check(rc == 1 and "gemm/qkv-avx2/1024x1024x1024/NN" in tail and "openblas" not in tail and "blis" not in tail,
               "one libqkv row 3x slower among slow peers fails and only it is named", out)
 
+        mem = {**base_times, "decode/qkv-avx2/16384x64/q1": 1e5, "gemm/qkv-avx2/1x4096x64/NT": 1e4}
+        mbase = write(d, "mbase.json", mem)
+        mem_slow = {**mem, "decode/qkv-avx2/16384x64/q1": 2.6e5, "gemm/qkv-avx2/1x4096x64/NT": 3e4}
+        shown = ("--threshold", "1.0", "--shown-only", r"^(decode|gemv_[tn])/|/1x[0-9]+x[0-9]+/")
+        rc, out = run(mbase, write(d, "mem_slow.json", mem_slow), *shown)
+        check(rc == 0 and out.count("not gated, slower") == 2,
+              "memory-bound rows under --shown-only are shown as slower but not gated", out)
+        mem_slow["exp/avx2/4096"] *= 3.0
+        rc, out = run(mbase, write(d, "mem_slow2.json", mem_slow), *shown)
+        check(rc == 1 and "exp/avx2/4096" in out.split("regression(s)")[-1], "... while the other rows still gate", out)
+
         extra = dict(base_times)
         extra["sdpa/avx2/1024x64"] = 1e6
         del extra["dot/openblas/4096"]

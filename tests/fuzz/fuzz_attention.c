@@ -39,7 +39,7 @@ static void sdpa_case(const uint8_t *d, size_t size)
     fill(v, n_kv * d_v, src, nsrc, &j, 1.0f);
     const int valid = !null_arg && flags <= 1u && isfinite(scale);
     const double s = scale > 0.0f ? scale : 1.0 / sqrt((double)d_k);
-    for (int isa = QKV_ISA_SCALAR; isa <= QKV_ISA_NEON; isa++) {
+    for (int isa = 0; isa < QKV_ISA_COUNT; isa++) {
         if (qkv_isa_select((qkv_isa)isa) != QKV_OK)
             continue;
         for (size_t i = 0; i < n_q * d_v; i++)
@@ -128,7 +128,7 @@ static void mha_case(const uint8_t *d, size_t size)
         FAIL("mha_workspace_size %zu for E %zu h %zu n_q %zu torch %d", need, E, h, n_q, torch);
     const size_t ws_size = ws_mode == 1 ? need : ws_mode == 2 ? (need ? need - 1 : 0) : need + 4096;
     unsigned char *ws = ws_mode ? malloc(ws_size + 1) : NULL;
-    for (int isa = QKV_ISA_SCALAR; isa <= QKV_ISA_NEON; isa++) {
+    for (int isa = 0; isa < QKV_ISA_COUNT; isa++) {
         if (qkv_isa_select((qkv_isa)isa) != QKV_OK)
             continue;
         for (size_t i = 0; i < nx; i++)
