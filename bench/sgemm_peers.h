@@ -110,6 +110,22 @@ inline std::vector<SgemmPeer> sgemm_peers(const char *prog)
     return peers;
 }
 
+/* Every SGEMM peer to n threads (sgemm_peers() sets them to one): OpenBLAS, BLIS and the
+   OpenMP pool oneDNN runs on */
+inline void sgemm_peers_set_threads(int n)
+{
+#ifdef QKV_BENCH_HAVE_OPENMP
+    omp_set_num_threads(n);
+#endif
+#if defined(QKV_BENCH_HAVE_OPENBLAS) && defined(QKV_BENCH_HAVE_OPENBLAS_SET_NUM_THREADS)
+    openblas_set_num_threads(n);
+#endif
+#ifdef QKV_BENCH_HAVE_BLIS
+    bli_thread_set_num_threads(n);
+#endif
+    (void)n;
+}
+
 } // namespace qkv_bench
 
 #endif

@@ -85,6 +85,34 @@ QKV_API void qkv_exp(const float *x, float *y, size_t n);
    within 1e-6 for any n (the sum of the exponentials is kept within 8 float roundings). */
 QKV_API void qkv_softmax(const float *x, float *y, size_t n, float scale);
 
+/* ---- Threads ---------------------------------------------------------------------- *
+ * libqkv starts no thread of its own (except in qkv_threadpool_create): functions with a
+ * tp argument run on a pool the caller owns (OpenMP, TBB, their own, or libqkv's below),
+ * tp == NULL meaning the calling thread only. The work is cut into items by the problem's
+ * shape only and the tasks share the items dynamically, so results are bit-identical for
+ * every n_threads and to tp == NULL. A tp whose run is NULL or whose n_threads is 0 is
+ * QKV_ERR_ARG. */
+
+/* A pool: run(pool, task, arg, n_tasks) must call task(arg, t) exactly once for every t in
+   [0, n_tasks), possibly concurrently, and return only when all calls have returned.
+   libqkv never asks for more than n_threads tasks; t names a per-task scratch slot, and the
+   tasks share the work items among themselves, so a pool that runs the tasks one after the
+   other (in any order) is still correct. A task never calls run() of the same pool. */
+typedef struct qkv_threadpool {
+    size_t n_threads; /* >= 1 */
+    void (*run)(void *pool, void (*task)(void *arg, size_t t), void *arg, size_t n_tasks);
+    void *pool;
+} qkv_threadpool;
+
+/* libqkv's own pool: n_threads - 1 worker threads plus the calling thread, which runs
+   task 0 (n_threads == 0: one per online CPU). Workers spin for a few microseconds after a
+   job, then sleep: an idle pool costs no CPU. NULL if a thread or memory cannot be had.
+   One call may use a pool at a time: concurrent calls on the same pool are serialized,
+   never corrupted. */
+QKV_API qkv_threadpool *qkv_threadpool_create(size_t n_threads);
+/* Joins every worker and frees the pool; NULL: no-op. No call may be using it. */
+QKV_API void qkv_threadpool_destroy(qkv_threadpool *tp);
+
 /* ---- Matrix multiply -------------------------------------------------------------- */
 
 typedef enum qkv_trans { QKV_NOTRANS = 0, QKV_TRANS = 1 } qkv_trans;
@@ -110,6 +138,24 @@ QKV_API qkv_status qkv_gemm(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size
                             float alpha, const float *a, size_t lda,
                             const float *b, size_t ldb,
                             float beta, float *c, size_t ldc);
+
+/* Workspace bytes enough for any qkv_gemm_ex of these sizes (either transposition) on any
+   ISA and any tp of at most n_threads threads (0 is taken as 1); 0 on overflow. */
+QKV_API size_t qkv_gemm_workspace_size(size_t m, size_t n, size_t k, size_t n_threads);
+
+/* qkv_gemm spread over tp: macro-tiles of C are the work items (k is never split, so each
+   element of C is one chain of the same operations whatever the thread count), the packed
+   blocks of B are shared by the tasks, the blocks of A and edge tiles are per task.
+   Problems too small to pay for threads run on one task. ws: ws_size bytes of any
+   alignment, or NULL (allocated once per call). Same contract, checks and error bound as
+   qkv_gemm; additionally QKV_ERR_ARG for a bad tp and QKV_ERR_SIZE for ws_size below what
+   this call needs (qkv_gemm_workspace_size(m, n, k, tp->n_threads) is always enough). With
+   a workspace the call allocates nothing. */
+QKV_API qkv_status qkv_gemm_ex(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k,
+                               float alpha, const float *a, size_t lda,
+                               const float *b, size_t ldb,
+                               float beta, float *c, size_t ldc,
+                               const qkv_threadpool *tp, void *ws, size_t ws_size);
 
 /* ---- Attention --------------------------------------------------------------------- *
  * All inputs contiguous row-major; outputs must not overlap inputs. Every function checks
@@ -171,6 +217,10 @@ typedef struct qkv_mha {
    h zero, E % h != 0, torch_layout not 0/1: the same check), n_q or n_kv is 0, or the
    size overflows. */
 QKV_API size_t qkv_mha_workspace_size(const qkv_mha *m, size_t n_q, size_t n_kv);
+/* Workspace bytes enough for qkv_mha_forward(m, batch, ., n_q, ., n_kv, ...) with any tp of
+   at most n_threads threads (0 is taken as 1); 0 in the cases above. */
+QKV_API size_t qkv_mha_workspace_size_mt(const qkv_mha *m, size_t batch, size_t n_q, size_t n_kv,
+                                         size_t n_threads);
 
 /* x_q: batch x n_q x E; x_kv: batch x n_kv x E, or NULL for self-attention (then n_kv is
    taken to be n_q, whatever is passed); out: batch x n_q x E. Head i uses columns
@@ -180,16 +230,20 @@ QKV_API size_t qkv_mha_workspace_size(const qkv_mha *m, size_t n_q, size_t n_kv)
    in_proj_weight[0:E], [E:2E], [2E:3E] and out_proj.weight of a
    torch.nn.MultiheadAttention(E, h, batch_first=True) plug in directly.
    ws: ws_size bytes of workspace, any alignment, or NULL (allocated and freed inside).
+   tp: the projections (qkv_gemm_ex) run on it; NULL: the calling thread only. Results are
+   bit-identical for every thread count.
    Status: QKV_ERR_ARG for a NULL m, x_q, out or weight, E or h or batch or n_q zero,
-   E % h != 0, x_kv given with n_kv = 0, torch_layout not 0/1, unknown flag bits;
-   QKV_ERR_SIZE for ws_size < qkv_mha_workspace_size(m, n_q, n_kv) (with ws != NULL) or a
+   E % h != 0, x_kv given with n_kv = 0, torch_layout not 0/1, unknown flag bits, a bad tp;
+   QKV_ERR_SIZE for ws_size < qkv_mha_workspace_size_mt(m, batch, n_q, n_kv, tp's
+   n_threads) (with ws != NULL; qkv_mha_workspace_size() is enough for tp == NULL) or a
    size overflow; QKV_ERR_NOMEM only if ws is NULL and the one allocation fails. With a
    workspace the call allocates nothing (the projections' GEMM packing lives in it too). */
 QKV_API qkv_status qkv_mha_forward(const qkv_mha *m, size_t batch,
                                    const float *x_q, size_t n_q,
                                    const float *x_kv, size_t n_kv,
                                    unsigned flags, float *out,
-                                   void *ws, size_t ws_size);
+                                   void *ws, size_t ws_size,
+                                   const qkv_threadpool *tp);
 
 #ifdef __cplusplus
 }

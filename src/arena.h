@@ -85,6 +85,17 @@ static inline float *qkv_arena_floats(qkv_arena *a, size_t count)
     return p;
 }
 
+/* the next region of rows x cols floats, the product overflow-checked */
+static inline float *qkv_arena_array(qkv_arena *a, size_t rows, size_t cols)
+{
+    size_t count;
+    if (!qkv_mul_ok(rows, cols, &count)) {
+        a->overflow = 1;
+        return NULL;
+    }
+    return qkv_arena_floats(a, count);
+}
+
 /* bytes a block of any alignment must have to hold what the arena took: the regions plus
    64 bytes of alignment slack; 0 after an overflow */
 static inline size_t qkv_arena_bytes(const qkv_arena *a)

@@ -55,7 +55,10 @@ typedef void (*qkv_softmax_fn)(const float *x, float *y, size_t n, float scale);
  *   gemv_n(n, k, alpha, x, incx, b, ldb, beta, y):
  *                                   y[j] = alpha * sum_p x[p * incx] * b[p * ldb + j] + beta * y[j]
  *                                         (op(B) as stored: y is an accumulation of axpys)
- *   for j < n, n >= 1, k >= 1; beta == 0 never reads y. They touch only the elements named. */
+ *   for j < n, n >= 1, k >= 1; beta == 0 never reads y. They touch only the elements named.
+ *   The operations that give y[j] may depend on j mod 128 and on n - (j - j mod 128), not
+ *   otherwise on j or n: the driver splits n into chunks of a multiple of 128 columns for
+ *   threads, and a column must come out bit-identical in every chunking. */
 typedef void (*qkv_gemm_ukernel_fn)(size_t k, const float *a, size_t rs_a, size_t cs_a, const float *b, float *c,
                                     size_t ldc, float alpha, float beta);
 typedef void (*qkv_gemv_t_fn)(size_t n, size_t k, float alpha, const float *x, const float *b, size_t ldb,
@@ -100,16 +103,17 @@ const qkv_kernels *qkv_kernels_active(void);
    for bounds that must hold whichever ISA is selected later (workspace sizes). */
 const qkv_kernels *qkv_kernels_built(size_t i);
 
-/* qkv_gemm for drivers that resolved the kernel table themselves and bring their own memory
-   (gemm/driver.c): g is the GEMM part of the table the whole public call uses, so one call
-   never mixes ISAs even while qkv_isa_select() runs. ws is NULL (the call allocates, and
-   may return QKV_ERR_NOMEM) or 64-byte aligned with at least
-   qkv_gemm_workspace_floats(ta, tb, m, n, k) floats (then it never allocates). The bound
-   holds for every ISA of the build, so it may be computed before an ISA switch. */
-size_t qkv_gemm_workspace_floats(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k);
-qkv_status qkv_gemm_ws(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k,
-                       float alpha, const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c,
-                       size_t ldc, float *ws);
+/* qkv_gemm_ex for drivers that resolved the kernel table themselves (gemm/driver.c): g is
+   the GEMM part of the table the whole public call uses, so one call never mixes ISAs even
+   while qkv_isa_select() runs; tp is already validated (or NULL). ws is NULL (the call
+   allocates, and may return QKV_ERR_NOMEM) or ws_size bytes of any alignment, at least
+   qkv_gemm_ws_bytes(ta, tb, m, n, k, tp's n_threads) (then it never allocates or fails
+   once the arguments are valid). That bound holds for every ISA of the build, so it may
+   be computed before an ISA switch; 0 on overflow. */
+size_t qkv_gemm_ws_bytes(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k, size_t n_threads);
+qkv_status qkv_gemm_run(const qkv_gemm_kernels *g, const qkv_threadpool *tp, qkv_trans ta, qkv_trans tb, size_t m,
+                        size_t n, size_t k, float alpha, const float *a, size_t lda, const float *b, size_t ldb,
+                        float beta, float *c, size_t ldc, void *ws, size_t ws_size);
 
 /* Per-ISA kernels, compiled with that ISA's flags only: every one in the ISA's unit
    src/kernels/<name>.c (through kernels/instantiate.h), named <kernel>_f32_<name>. Declared

@@ -301,7 +301,7 @@ static void test_neg_flt_max(void)
             float out[3][3];
             for (int f = 0; f < 3; f++) {
                 memset(ws, fills[f], need);
-                CHECK(qkv_mha_forward(&m, 1, x, n_q, x, 3, 0, out[f], ws, need) == QKV_OK, "mha -FLT_MAX status");
+                CHECK(qkv_mha_forward(&m, 1, x, n_q, x, 3, 0, out[f], ws, need, NULL) == QKV_OK, "mha -FLT_MAX status");
             }
             int ok = 1;
             for (int f = 0; f < 3; f++)
@@ -410,7 +410,7 @@ static void test_nomem(void)
     const qkv_status s2 = qkv_sdpa(x, x, x, z, 2, 6, 4, 4, 0.0f, QKV_CAUSAL);
     const qkv_status s3 = qkv_attention_simple(x, 6, 4, z, wts);
     const qkv_status s4 = qkv_self_attention(x, 6, 4, w, w, w, 4, 0, z);
-    const qkv_status s5 = qkv_mha_forward(&m, 1, x, 6, NULL, 0, 0, z, NULL, 0);
+    const qkv_status s5 = qkv_mha_forward(&m, 1, x, 6, NULL, 0, 0, z, NULL, 0, NULL);
     g_fail_alloc = 0;
     CHECK(s1 == QKV_ERR_NOMEM && s2 == QKV_ERR_NOMEM, "sdpa NOMEM: %d %d", (int)s1, (int)s2);
     CHECK(s3 == QKV_ERR_NOMEM, "attention_simple NOMEM: %d", (int)s3);
@@ -645,29 +645,29 @@ static void mha_case(size_t E, size_t h, size_t batch, size_t n_q, size_t n_kv, 
     unsigned char *ws = malloc(need + 4);
     guarded go;
     float *out = guarded_alloc(&go, batch * n_q * E, GUARD_AFTER);
-    CHECK(qkv_mha_forward(&f.m, batch, x_q, n_q, x_kv, cross ? n_kv : 0, flags, out, ws, need) == QKV_OK,
+    CHECK(qkv_mha_forward(&f.m, batch, x_q, n_q, x_kv, cross ? n_kv : 0, flags, out, ws, need, NULL) == QKV_OK,
           "%s: status", what);
     compare(out, E, r, tol, batch * n_q, E, what);
-    CHECK(qkv_mha_forward(&f.m, batch, x_q, n_q, x_kv, cross ? n_kv : 0, flags, out, ws + 4, need) == QKV_OK,
+    CHECK(qkv_mha_forward(&f.m, batch, x_q, n_q, x_kv, cross ? n_kv : 0, flags, out, ws + 4, need, NULL) == QKV_OK,
           "%s: misaligned ws", what);
     compare(out, E, r, tol, batch * n_q, E, what);
     /* with a workspace nothing is allocated: a failing allocator changes nothing */
     if (alloc_hook_works()) {
         memset(out, 0, batch * n_q * E * sizeof(float));
         g_fail_alloc = 1;
-        const qkv_status st = qkv_mha_forward(&f.m, batch, x_q, n_q, x_kv, cross ? n_kv : 0, flags, out, ws, need);
+        const qkv_status st = qkv_mha_forward(&f.m, batch, x_q, n_q, x_kv, cross ? n_kv : 0, flags, out, ws, need, NULL);
         g_fail_alloc = 0;
         CHECK(st == QKV_OK, "%s: allocation with a workspace (status %d)", what, (int)st);
         compare(out, E, r, tol, batch * n_q, E, what);
     }
     memset(out, 0, batch * n_q * E * sizeof(float));
-    CHECK(qkv_mha_forward(&f.m, batch, x_q, n_q, x_kv, cross ? n_kv : 0, flags, out, NULL, 0) == QKV_OK,
+    CHECK(qkv_mha_forward(&f.m, batch, x_q, n_q, x_kv, cross ? n_kv : 0, flags, out, NULL, 0, NULL) == QKV_OK,
           "%s: NULL ws", what);
     compare(out, E, r, tol, batch * n_q, E, what);
     /* one byte short: QKV_ERR_SIZE, nothing written */
     for (size_t i = 0; i < batch * n_q * E; i++)
         out[i] = 42.0f;
-    CHECK(qkv_mha_forward(&f.m, batch, x_q, n_q, x_kv, cross ? n_kv : 0, flags, out, ws, need - 1) == QKV_ERR_SIZE,
+    CHECK(qkv_mha_forward(&f.m, batch, x_q, n_q, x_kv, cross ? n_kv : 0, flags, out, ws, need - 1, NULL) == QKV_ERR_SIZE,
           "%s: short ws", what);
     int untouched = 1;
     for (size_t i = 0; i < batch * n_q * E; i++)
@@ -693,7 +693,7 @@ static void test_mha_args(void)
     bad[0].wq = NULL, bad[1].wk = NULL, bad[2].wv = NULL, bad[3].wo = NULL;
     bad[4].d_model = 0, bad[5].n_heads = 0, bad[6].n_heads = 3, bad[7].torch_layout = 2;
     for (int i = 0; i < 8; i++)
-        CHECK(qkv_mha_forward(&bad[i], 2, x, 3, NULL, 0, 0, out, ws, need) == QKV_ERR_ARG, "mha bad struct %d", i);
+        CHECK(qkv_mha_forward(&bad[i], 2, x, 3, NULL, 0, 0, out, ws, need, NULL) == QKV_ERR_ARG, "mha bad struct %d", i);
     for (int i = 4; i < 7; i++)
         CHECK(qkv_mha_workspace_size(&bad[i], 3, 3) == 0, "mha workspace of bad struct %d", i);
     for (int i = 0; i < 8; i++) /* every struct qkv_mha_forward rejects, NULL weights and layout 2 too */
@@ -701,17 +701,17 @@ static void test_mha_args(void)
     CHECK(qkv_mha_workspace_size(NULL, 3, 3) == 0 && qkv_mha_workspace_size(&f.m, 0, 3) == 0 &&
               qkv_mha_workspace_size(&f.m, 3, 0) == 0 && qkv_mha_workspace_size(&f.m, SIZE_MAX / 4, 3) == 0,
           "mha workspace of bad sizes");
-    CHECK(qkv_mha_forward(NULL, 2, x, 3, NULL, 0, 0, out, ws, need) == QKV_ERR_ARG, "mha m NULL");
-    CHECK(qkv_mha_forward(&f.m, 0, x, 3, NULL, 0, 0, out, ws, need) == QKV_ERR_ARG, "mha batch 0");
-    CHECK(qkv_mha_forward(&f.m, 2, NULL, 3, NULL, 0, 0, out, ws, need) == QKV_ERR_ARG, "mha x_q NULL");
-    CHECK(qkv_mha_forward(&f.m, 2, x, 0, NULL, 0, 0, out, ws, need) == QKV_ERR_ARG, "mha n_q 0");
-    CHECK(qkv_mha_forward(&f.m, 2, x, 3, x, 0, 0, out, ws, need) == QKV_ERR_ARG, "mha n_kv 0 with x_kv");
-    CHECK(qkv_mha_forward(&f.m, 2, x, 3, NULL, 0, 0, NULL, ws, need) == QKV_ERR_ARG, "mha out NULL");
-    CHECK(qkv_mha_forward(&f.m, 2, x, 3, NULL, 0, 2, out, ws, need) == QKV_ERR_ARG, "mha flags");
+    CHECK(qkv_mha_forward(NULL, 2, x, 3, NULL, 0, 0, out, ws, need, NULL) == QKV_ERR_ARG, "mha m NULL");
+    CHECK(qkv_mha_forward(&f.m, 0, x, 3, NULL, 0, 0, out, ws, need, NULL) == QKV_ERR_ARG, "mha batch 0");
+    CHECK(qkv_mha_forward(&f.m, 2, NULL, 3, NULL, 0, 0, out, ws, need, NULL) == QKV_ERR_ARG, "mha x_q NULL");
+    CHECK(qkv_mha_forward(&f.m, 2, x, 0, NULL, 0, 0, out, ws, need, NULL) == QKV_ERR_ARG, "mha n_q 0");
+    CHECK(qkv_mha_forward(&f.m, 2, x, 3, x, 0, 0, out, ws, need, NULL) == QKV_ERR_ARG, "mha n_kv 0 with x_kv");
+    CHECK(qkv_mha_forward(&f.m, 2, x, 3, NULL, 0, 0, NULL, ws, need, NULL) == QKV_ERR_ARG, "mha out NULL");
+    CHECK(qkv_mha_forward(&f.m, 2, x, 3, NULL, 0, 2, out, ws, need, NULL) == QKV_ERR_ARG, "mha flags");
     static float xkv[2 * 40 * 8];
-    CHECK(qkv_mha_forward(&f.m, 2, x, 3, xkv, 40, 0, out, ws, need) == QKV_ERR_SIZE, "mha ws for n_kv 3, used 40");
-    CHECK(qkv_mha_forward(&f.m, SIZE_MAX / 16, x, 3, NULL, 0, 0, out, ws, need) == QKV_ERR_SIZE, "mha batch huge");
-    CHECK(qkv_mha_forward(&f.m, 2, x, SIZE_MAX / 16, NULL, 0, 0, out, NULL, 0) == QKV_ERR_SIZE, "mha n_q huge");
+    CHECK(qkv_mha_forward(&f.m, 2, x, 3, xkv, 40, 0, out, ws, need, NULL) == QKV_ERR_SIZE, "mha ws for n_kv 3, used 40");
+    CHECK(qkv_mha_forward(&f.m, SIZE_MAX / 16, x, 3, NULL, 0, 0, out, ws, need, NULL) == QKV_ERR_SIZE, "mha batch huge");
+    CHECK(qkv_mha_forward(&f.m, 2, x, SIZE_MAX / 16, NULL, 0, 0, out, NULL, 0, NULL) == QKV_ERR_SIZE, "mha n_q huge");
     int untouched = 1;
     for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
         untouched &= out[i] == 42.0f;

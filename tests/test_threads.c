@@ -56,7 +56,7 @@ static void compute(results *r)
     qkv_softmax(r->sm_inplace, r->sm_inplace, N_SM, 0.125f);
     if (qkv_gemm(QKV_NOTRANS, QKV_TRANS, GM, GN, GK, 1.0f, g_a, GK, g_b, GK, 0.0f, r->gemm, GN) != QKV_OK ||
         qkv_sdpa(s_q, s_k, s_v, r->sdpa, SQ, SKV, SD, SD, 0.0f, QKV_CAUSAL) != QKV_OK ||
-        qkv_mha_forward(&g_mha, 1, m_x, MN, NULL, 0, 0, r->mha, NULL, 0) != QKV_OK ||
+        qkv_mha_forward(&g_mha, 1, m_x, MN, NULL, 0, 0, r->mha, NULL, 0, NULL) != QKV_OK ||
         qkv_self_attention(m_x, MN, ME, m_w[0], m_w[1], m_w[2], ME, QKV_CAUSAL, r->self_attn) != QKV_OK)
         abort();
 }

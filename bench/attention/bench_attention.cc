@@ -196,7 +196,7 @@ void bm_mha(benchmark::State &st, std::size_t E, std::size_t h, std::size_t n, q
     const std::size_t ws_size = qkv_mha_workspace_size(&m, n, n);
     qkv_bench::Buffer ws = qkv_bench::alloc_floats(ws_size / sizeof(float) + 1);
     for (auto _ : st) {
-        if (qkv_mha_forward(&m, 1, x.get(), n, nullptr, n, 0, out.get(), ws.get(), ws_size) != QKV_OK) {
+        if (qkv_mha_forward(&m, 1, x.get(), n, nullptr, n, 0, out.get(), ws.get(), ws_size, NULL) != QKV_OK) {
             st.SkipWithError("qkv_mha_forward failed");
             return;
         }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arena.h"
 #include "kernels.h"
 
 /* One head: o = softmax(scale q k^T [+ causal mask]) v, row i of q at q + i * ldq, etc.
@@ -21,29 +22,23 @@ typedef struct qkv_sdpa_view {
     unsigned flags;
 } qkv_sdpa_view;
 
-/* Bytes of workspace qkv_sdpa_run needs for heads of d_k x d_v: independent of n_q, n_kv
-   and of the ISA. 0 if the size overflows size_t. */
+/* Bytes of workspace qkv_sdpa_run needs for heads of d_k x d_v, at any alignment:
+   independent of n_q, n_kv and of the ISA. 0 if the size overflows size_t. */
 size_t qkv_sdpa_workspace_size(size_t d_k, size_t d_v);
 
-/* Runs the kernel with the kernels of t; ws holds qkv_sdpa_workspace_size(d_k, d_v) bytes,
-   64-byte aligned. Cannot fail. */
-void qkv_sdpa_run(const qkv_kernels *t, const qkv_sdpa_view *a, float *ws);
+/* Runs the kernel with the kernels of t; ws holds qkv_sdpa_workspace_size(d_k, d_v) bytes.
+   Cannot fail. */
+void qkv_sdpa_run(const qkv_kernels *t, const qkv_sdpa_view *a, void *ws);
 
 /* qkv_sdpa_run on a workspace allocated and freed here: QKV_ERR_SIZE / QKV_ERR_NOMEM before
    anything is written, else QKV_OK. */
 qkv_status qkv_sdpa_alloc_run(const qkv_kernels *t, const qkv_sdpa_view *a);
 
-/* a * b without overflow: 1 and *r = a * b, or 0 */
-static inline int qkv_mul_ok(size_t a, size_t b, size_t *r)
-{
-    return !__builtin_mul_overflow(a, b, r);
-}
-
-/* 1 if a rows x cols float matrix spans at most PTRDIFF_MAX bytes (the bound of qkv_gemm) */
+/* 1 if a contiguous rows x cols float matrix spans at most PTRDIFF_MAX bytes (the bound
+   of qkv_gemm) */
 static inline int qkv_floats_ok(size_t rows, size_t cols)
 {
-    size_t n;
-    return qkv_mul_ok(rows, cols, &n) && qkv_mul_ok(n, sizeof(float), &n) && n <= (size_t)PTRDIFF_MAX;
+    return qkv_extent_ok(rows, cols, cols);
 }
 
 #endif

@@ -13,57 +13,54 @@
  *                      before it writes that row of o); finally out = concat Wo + bo.
  *                      torch_layout 1 multiplies by W^T through qkv_gemm's QKV_TRANS.
  *                      Biases are added after each GEMM (beta = 0).
- *                      Workspace (qkv_mha_workspace_size, exact, reused by every batch
- *                      item): Q n_q E, K and V n_kv E floats each, the sdpa tile workspace
- *                      for heads of E/h, the GEMM packing of the largest projection (the
- *                      bound over every ISA of the build: qkv_gemm_workspace_floats), each
- *                      region rounded up to 64 bytes, plus 64 bytes so that any caller
- *                      pointer can be aligned. Independent of the selected ISA and of
- *                      batch. With it the call allocates nothing and cannot fail once the
- *                      arguments are checked.
- * Every work item (batch x head) is independent: ready for a caller's thread pool.
+ *                      The projections run on the caller's pool (qkv_gemm_ex's items);
+ *                      the heads on the calling thread for now.
+ *                      Workspace (qkv_mha_workspace_size_mt, exact, reused by every batch
+ *                      item; one arena, arena.h): Q n_q E, K and V n_kv E floats each, the
+ *                      sdpa tile workspace for heads of E/h, the GEMM workspace of the
+ *                      largest projection (the bound over every ISA of the build and the
+ *                      pool's thread count), each region 64-byte aligned, plus 64 bytes so
+ *                      that any caller pointer can be aligned. Independent of the selected
+ *                      ISA and of batch. With it the call allocates nothing and cannot fail
+ *                      once the arguments are checked.
  * Accuracy: qkv_gemm's bound per projection, then qkv_sdpa's. */
 #include <math.h>
-#include <stdint.h>
 #include <stdlib.h>
 
 #include "attention/attention.h"
+#include "threadpool.h"
 
-static size_t round_up64(size_t bytes)
+/* The workspace of qkv_self_attention and qkv_mha_forward, in arena order (arena.h):
+   Q (n_q x dq), K and V (n_kv x dkv each) of one batch item, the sdpa tile workspace for
+   heads of d_head, and the GEMM workspace of the largest projection (gemm_bytes, the bound
+   over every ISA of the build and the pool's thread count). */
+typedef struct proj_ws {
+    float *q, *k, *v, *tile, *gemm;
+    size_t gemm_bytes;
+} proj_ws;
+
+static void layout(qkv_arena *ar, size_t n_q, size_t n_kv, size_t dq, size_t dkv, size_t d_head, size_t gemm_bytes,
+                   proj_ws *w)
 {
-    return (bytes + 63) / 64 * 64;
+    const size_t tile_bytes = qkv_sdpa_workspace_size(d_head, d_head);
+    w->q = qkv_arena_array(ar, n_q, dq);
+    w->k = qkv_arena_array(ar, n_kv, dkv);
+    w->v = qkv_arena_array(ar, n_kv, dkv);
+    w->tile = qkv_arena_floats(ar, tile_bytes / sizeof(float));
+    w->gemm = qkv_arena_floats(ar, gemm_bytes / sizeof(float));
+    w->gemm_bytes = gemm_bytes;
+    if (tile_bytes == 0 || gemm_bytes == 0)
+        ar->overflow = 1;
 }
 
-/* sum of the regions, each rounded up to 64 bytes; 0 on overflow */
-static size_t regions_bytes(const size_t *floats, int count)
+/* y (rows x n_out) = x (rows x n_in) W [+ b], W stored (n_in x n_out) or, torch, (n_out x n_in),
+   on the pool tp; w->gemm holds w->gemm_bytes >= proj_bytes() of the shape, so the GEMM
+   neither allocates nor fails (its arguments were all validated by the caller) */
+static void project(const qkv_kernels *t, const qkv_threadpool *tp, const float *x, size_t rows, size_t n_in,
+                    const float *w, const float *b, size_t n_out, int torch, float *y, const proj_ws *ws)
 {
-    size_t total = 0;
-    for (int i = 0; i < count; i++) {
-        size_t b;
-        if (!qkv_mul_ok(floats[i], sizeof(float), &b) || b > SIZE_MAX - 64 || total > SIZE_MAX - round_up64(b))
-            return 0;
-        total += round_up64(b);
-    }
-    return total;
-}
-
-/* the regions of regions_bytes() carved out of base, in order */
-static void carve(float *base, const size_t *floats, int count, float **out)
-{
-    for (int i = 0; i < count; i++) {
-        out[i] = base;
-        base += round_up64(floats[i] * sizeof(float)) / sizeof(float);
-    }
-}
-
-/* y (rows x n_out) = x (rows x n_in) W [+ b], W stored (n_in x n_out) or, torch, (n_out x n_in);
-   gws: qkv_gemm_workspace_floats() of the shape, so the GEMM neither allocates nor fails
-   (its arguments were all validated by the caller) */
-static void project(const qkv_kernels *t, const float *x, size_t rows, size_t n_in, const float *w, const float *b,
-                    size_t n_out, int torch, float *y, float *gws)
-{
-    qkv_gemm_ws(t->gemm, QKV_NOTRANS, torch ? QKV_TRANS : QKV_NOTRANS, rows, n_out, n_in, 1.0f, x, n_in, w,
-                torch ? n_in : n_out, 0.0f, y, n_out, gws);
+    qkv_gemm_run(t->gemm, tp, QKV_NOTRANS, torch ? QKV_TRANS : QKV_NOTRANS, rows, n_out, n_in, 1.0f, x, n_in, w,
+                 torch ? n_in : n_out, 0.0f, y, n_out, ws->gemm, ws->gemm_bytes);
     if (b == NULL)
         return;
     for (size_t i = 0; i < rows; i++)
@@ -71,10 +68,10 @@ static void project(const qkv_kernels *t, const float *x, size_t rows, size_t n_
             y[i * n_out + j] += b[j];
 }
 
-/* GEMM workspace floats of a projection of rows x n_in by n_in x n_out */
-static size_t project_ws(size_t rows, size_t n_in, size_t n_out, int torch)
+/* GEMM workspace bytes of a projection of rows x n_in by n_in x n_out on n_threads */
+static size_t proj_bytes(size_t rows, size_t n_in, size_t n_out, int torch, size_t n_threads)
 {
-    return qkv_gemm_workspace_floats(QKV_NOTRANS, torch ? QKV_TRANS : QKV_NOTRANS, rows, n_out, n_in);
+    return qkv_gemm_ws_bytes(QKV_NOTRANS, torch ? QKV_TRANS : QKV_NOTRANS, rows, n_out, n_in, n_threads);
 }
 
 qkv_status qkv_self_attention(const float *x, size_t n, size_t d_in, const float *wq, const float *wk,
@@ -82,106 +79,103 @@ qkv_status qkv_self_attention(const float *x, size_t n, size_t d_in, const float
 {
     if (!x || !wq || !wk || !wv || !z || !n || !d_in || !d_out || (flags & ~QKV_CAUSAL))
         return QKV_ERR_ARG;
-    size_t nd;
-    if (!qkv_floats_ok(n, d_in) || !qkv_floats_ok(d_in, d_out) || !qkv_floats_ok(n, d_out) ||
-        !qkv_mul_ok(n, d_out, &nd))
+    if (!qkv_floats_ok(n, d_in) || !qkv_floats_ok(d_in, d_out) || !qkv_floats_ok(n, d_out))
         return QKV_ERR_SIZE;
-    const size_t sdpa_bytes = qkv_sdpa_workspace_size(d_out, d_out);
-    const size_t regions[5] = {nd, nd, nd, sdpa_bytes / sizeof(float), project_ws(n, d_in, d_out, 0)};
-    const size_t bytes = regions_bytes(regions, 5);
-    if (sdpa_bytes == 0 || bytes == 0)
+    qkv_arena ar = qkv_arena_sizer();
+    proj_ws w;
+    layout(&ar, n, n, d_out, d_out, d_out, proj_bytes(n, d_in, d_out, 0, 1), &w);
+    const size_t bytes = qkv_arena_bytes(&ar);
+    if (bytes == 0)
         return QKV_ERR_SIZE;
-    float *ws = aligned_alloc(64, bytes); /* everything, before z is written */
-    if (ws == NULL)
+    void *block = aligned_alloc(QKV_ARENA_ALIGN, qkv_round_up(bytes, QKV_ARENA_ALIGN)); /* before z is written */
+    if (block == NULL)
         return QKV_ERR_NOMEM;
-    float *p[5];
-    carve(ws, regions, 5, p);
-    float *q = p[0], *k = p[1], *v = p[2], *tile = p[3], *gws = p[4];
+    ar = qkv_arena_on(block);
+    layout(&ar, n, n, d_out, d_out, d_out, w.gemm_bytes, &w);
     const qkv_kernels *t = qkv_kernels_active(); /* once: the whole call runs on one ISA */
-    project(t, x, n, d_in, wq, NULL, d_out, 0, q, gws);
-    project(t, x, n, d_in, wk, NULL, d_out, 0, k, gws);
-    project(t, x, n, d_in, wv, NULL, d_out, 0, v, gws);
-    const qkv_sdpa_view a = {q, k, v, z, n, n, d_out, d_out, d_out, d_out, d_out, d_out,
+    project(t, NULL, x, n, d_in, wq, NULL, d_out, 0, w.q, &w);
+    project(t, NULL, x, n, d_in, wk, NULL, d_out, 0, w.k, &w);
+    project(t, NULL, x, n, d_in, wv, NULL, d_out, 0, w.v, &w);
+    const qkv_sdpa_view a = {w.q, w.k, w.v, z, n, n, d_out, d_out, d_out, d_out, d_out, d_out,
                              (float)(1.0 / sqrt((double)d_out)), flags};
-    qkv_sdpa_run(t, &a, tile);
-    free(ws);
+    qkv_sdpa_run(t, &a, w.tile);
+    free(block);
     return QKV_OK;
 }
 
-/* 1 if m is a valid qkv_mha (the one check of qkv_mha_forward and qkv_mha_workspace_size) */
+/* 1 if m is a valid qkv_mha (the one check of qkv_mha_forward and the workspace sizes) */
 static int mha_valid(const qkv_mha *m)
 {
     return m && m->wq && m->wk && m->wv && m->wo && (m->torch_layout == 0 || m->torch_layout == 1) && m->d_model &&
            m->n_heads && m->d_model % m->n_heads == 0;
 }
 
-/* region sizes in floats (Q, K, V of one batch item, sdpa tile, GEMM packing for the
-   largest projection); 0 if m is invalid or a size overflows */
-static int mha_regions(const qkv_mha *m, size_t n_q, size_t n_kv, size_t r[5])
+/* the layout of qkv_mha_forward on n_threads; 0 if m is invalid, a size is zero or
+   overflows */
+static int mha_layout(qkv_arena *ar, const qkv_mha *m, size_t n_q, size_t n_kv, size_t n_threads, proj_ws *w)
 {
     if (!mha_valid(m) || !n_q || !n_kv)
         return 0;
-    const size_t E = m->d_model, dh = E / m->n_heads;
+    const size_t E = m->d_model;
     if (!qkv_floats_ok(n_q, E) || !qkv_floats_ok(n_kv, E) || !qkv_floats_ok(E, E))
         return 0;
-    const size_t sdpa_bytes = qkv_sdpa_workspace_size(dh, dh);
-    if (sdpa_bytes == 0)
-        return 0;
-    r[0] = n_q * E;
-    r[1] = r[2] = n_kv * E;
-    r[3] = sdpa_bytes / sizeof(float);
     const int torch = m->torch_layout != 0;
-    const size_t gq = project_ws(n_q, E, E, torch), gkv = project_ws(n_kv, E, E, torch);
-    r[4] = gq > gkv ? gq : gkv;
-    return 1;
+    const size_t gq = proj_bytes(n_q, E, E, torch, n_threads), gkv = proj_bytes(n_kv, E, E, torch, n_threads);
+    layout(ar, n_q, n_kv, E, E, E / m->n_heads, gq == 0 || gkv == 0 ? 0 : qkv_max(gq, gkv), w);
+    return !ar->overflow;
+}
+
+size_t qkv_mha_workspace_size_mt(const qkv_mha *m, size_t batch, size_t n_q, size_t n_kv, size_t n_threads)
+{
+    qkv_arena ar = qkv_arena_sizer();
+    proj_ws w;
+    (void)batch; /* the buffers of one batch item are reused by the next */
+    return mha_layout(&ar, m, n_q, n_kv, qkv_max(n_threads, 1), &w) ? qkv_arena_bytes(&ar) : 0;
 }
 
 size_t qkv_mha_workspace_size(const qkv_mha *m, size_t n_q, size_t n_kv)
 {
-    size_t r[5];
-    if (!mha_regions(m, n_q, n_kv, r))
-        return 0;
-    const size_t b = regions_bytes(r, 5);
-    return b == 0 || b > SIZE_MAX - 64 ? 0 : b + 64;
+    return qkv_mha_workspace_size_mt(m, 1, n_q, n_kv, 1);
 }
 
 qkv_status qkv_mha_forward(const qkv_mha *m, size_t batch, const float *x_q, size_t n_q, const float *x_kv,
-                           size_t n_kv, unsigned flags, float *out, void *ws, size_t ws_size)
+                           size_t n_kv, unsigned flags, float *out, void *ws, size_t ws_size, const qkv_threadpool *tp)
 {
-    if (!mha_valid(m) || !batch || !x_q || !n_q || !out || (x_kv && !n_kv) || (flags & ~QKV_CAUSAL))
+    if (!mha_valid(m) || !batch || !x_q || !n_q || !out || (x_kv && !n_kv) || (flags & ~QKV_CAUSAL) ||
+        !qkv_threadpool_ok(tp))
         return QKV_ERR_ARG;
     if (!x_kv)
         n_kv = n_q; /* self-attention: the n_kv argument is ignored */
     const size_t E = m->d_model, dh = E / m->n_heads;
-    const size_t need = qkv_mha_workspace_size(m, n_q, n_kv);
-    if (need == 0 || !qkv_floats_ok(batch, n_q * E) || !qkv_floats_ok(batch, n_kv * E))
+    qkv_arena ar = qkv_arena_sizer();
+    proj_ws w;
+    if (!mha_layout(&ar, m, n_q, n_kv, tp ? tp->n_threads : 1, &w) || !qkv_floats_ok(batch, n_q * E) ||
+        !qkv_floats_ok(batch, n_kv * E))
         return QKV_ERR_SIZE;
+    const size_t need = qkv_arena_bytes(&ar);
     if (ws && ws_size < need)
         return QKV_ERR_SIZE;
     void *owned = NULL;
     if (!ws) {
-        ws = owned = aligned_alloc(64, need); /* need is a multiple of 64 */
+        ws = owned = aligned_alloc(QKV_ARENA_ALIGN, need); /* need is a multiple of 64 */
         if (!ws)
             return QKV_ERR_NOMEM;
     }
-    size_t r[5];
-    mha_regions(m, n_q, n_kv, r);
-    float *p[5];
-    carve((float *)(((uintptr_t)ws + 63) & ~(uintptr_t)63), r, 5, p);
-    float *q = p[0], *k = p[1], *v = p[2], *tile = p[3], *gws = p[4];
+    ar = qkv_arena_on(ws);
+    mha_layout(&ar, m, n_q, n_kv, tp ? tp->n_threads : 1, &w);
     const qkv_kernels *t = qkv_kernels_active(); /* once: the whole call runs on one ISA */
     const float scale = (float)(1.0 / sqrt((double)dh));
     for (size_t b = 0; b < batch; b++) {
         const float *xq = x_q + b * n_q * E, *xkv = x_kv ? x_kv + b * n_kv * E : xq;
-        project(t, xq, n_q, E, m->wq, m->bq, E, m->torch_layout, q, gws);
-        project(t, xkv, n_kv, E, m->wk, m->bk, E, m->torch_layout, k, gws);
-        project(t, xkv, n_kv, E, m->wv, m->bv, E, m->torch_layout, v, gws);
+        project(t, tp, xq, n_q, E, m->wq, m->bq, E, m->torch_layout, w.q, &w);
+        project(t, tp, xkv, n_kv, E, m->wk, m->bk, E, m->torch_layout, w.k, &w);
+        project(t, tp, xkv, n_kv, E, m->wv, m->bv, E, m->torch_layout, w.v, &w);
         for (size_t h = 0; h < m->n_heads; h++) {
             const size_t c = h * dh;
-            const qkv_sdpa_view a = {q + c, k + c, v + c, q + c, n_q, n_kv, dh, dh, E, E, E, E, scale, flags};
-            qkv_sdpa_run(t, &a, tile); /* head h over its own slice of Q: the concatenation */
+            const qkv_sdpa_view a = {w.q + c, w.k + c, w.v + c, w.q + c, n_q, n_kv, dh, dh, E, E, E, E, scale, flags};
+            qkv_sdpa_run(t, &a, w.tile); /* head h over its own slice of Q: the concatenation */
         }
-        project(t, q, n_q, E, m->wo, m->bo, E, m->torch_layout, out + b * n_q * E, gws);
+        project(t, tp, w.q, n_q, E, m->wo, m->bo, E, m->torch_layout, out + b * n_q * E, &w);
     }
     free(owned);
     return QKV_OK;

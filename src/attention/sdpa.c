@@ -47,7 +47,8 @@
  *
  * Workspace (qkv_sdpa_workspace_size, bytes, independent of n_q, n_kv and the ISA):
  *   Q^T panels 96 d_k + S^T 96 x 96 + V panels 96 x rup96(d_v) + K edge 16 d_k
- *   + O accumulator 96 x rup96(d_v) + m, l 2 x 96 floats, each rounded up to 16 floats.
+ *   + O accumulator 96 x rup96(d_v) + m, l 2 x 96 floats, each rounded up to 16 floats,
+ *   + 64 bytes so that any workspace pointer can be aligned.
  * Accuracy: scores and P V carry the GEMM bound (k FLT_EPSILON sum |a b|) plus one rounding
  * of scale q; exp <= 2 ULP (the qkv_exp contract); weights are relative to the running max,
  * so logits of any finite magnitude are safe. */
@@ -74,50 +75,31 @@ _Static_assert(1 QKV_ISA_LIST(TILE_FITS), "BR, BC and MR_MAX must fit every ISA'
 #undef TILE_FITS
 _Static_assert(DECODE_Q * DECODE_KV <= BR * BC && DECODE_Q <= BR, "the decode path uses the tiled workspace");
 
-static size_t min_size(size_t x, size_t y)
-{
-    return x < y ? x : y;
-}
+/* The workspace, in arena order (arena.h): Q^T panels, S^T tile, V panels, K edge, O
+   accumulator, m and l. rup96(d_v) columns keep every NR-wide V panel and O column block
+   whole. */
+typedef struct sdpa_ws {
+    float *qt, *st, *vp, *kp, *oacc, *m, *l;
+} sdpa_ws;
 
-static size_t round_up(size_t x, size_t m)
+static void layout(qkv_arena *ar, size_t d_k, size_t d_v, sdpa_ws *w)
 {
-    return (x + m - 1) / m * m;
-}
-
-/* float offsets of the workspace regions, each a multiple of 16 floats (64 bytes) */
-typedef struct ws_layout {
-    size_t qt, st, vp, kp, oacc, m, l, total;
-} ws_layout;
-
-/* 0 on overflow */
-static int layout(size_t d_k, size_t d_v, ws_layout *w)
-{
-    size_t qt, vp, kp, off = 0;
-    size_t oacc;
-    if (d_v > SIZE_MAX - BR || !qkv_mul_ok(round_up(d_v, BR), BC, &vp) || !qkv_mul_ok(round_up(d_v, BR), BR, &oacc) ||
-        !qkv_mul_ok(d_k, BR, &qt) ||
-        !qkv_mul_ok(d_k, MR_MAX, &kp))
-        return 0;
-    const size_t len[7] = {qt, BC * BR, vp, kp, oacc, BR, BR};
-    size_t *dst[7] = {&w->qt, &w->st, &w->vp, &w->kp, &w->oacc, &w->m, &w->l};
-    for (int i = 0; i < 7; i++) {
-        *dst[i] = off;
-        const size_t n = round_up(len[i], 16);
-        if (n < len[i] || off > SIZE_MAX - n)
-            return 0;
-        off += n;
-    }
-    w->total = off;
-    return 1;
+    const size_t dvp = d_v > SIZE_MAX - BR ? SIZE_MAX : qkv_round_up(d_v, BR);
+    w->qt = qkv_arena_array(ar, d_k, BR);
+    w->st = qkv_arena_array(ar, BC, BR);
+    w->vp = qkv_arena_array(ar, dvp, BC);
+    w->kp = qkv_arena_array(ar, d_k, MR_MAX);
+    w->oacc = qkv_arena_array(ar, dvp, BR);
+    w->m = qkv_arena_floats(ar, BR);
+    w->l = qkv_arena_floats(ar, BR);
 }
 
 size_t qkv_sdpa_workspace_size(size_t d_k, size_t d_v)
 {
-    ws_layout w;
-    size_t bytes;
-    if (!layout(d_k, d_v, &w) || !qkv_mul_ok(w.total, sizeof(float), &bytes))
-        return 0;
-    return bytes;
+    qkv_arena ar = qkv_arena_sizer();
+    sdpa_ws w;
+    layout(&ar, d_k, d_v, &w);
+    return qkv_arena_bytes(&ar);
 }
 
 /* the keys query i sees, [lo, hi): causal j <= i + n_kv - n_q, clamped to [0, n_kv];
@@ -130,15 +112,15 @@ static key_range visible(const qkv_sdpa_view *a, size_t i)
 {
     key_range r = {0, a->n_kv};
     if (a->flags & QKV_CAUSAL)
-        r.hi = i + 1 + a->n_kv <= a->n_q ? 0 : min_size(a->n_kv, i + 1 + a->n_kv - a->n_q);
+        r.hi = i + 1 + a->n_kv <= a->n_q ? 0 : qkv_min(a->n_kv, i + 1 + a->n_kv - a->n_q);
     return r;
 }
 
 /* r clipped to the tile [j0, j0 + bc), relative to j0 (empty: lo == hi) */
 static key_range clip(key_range r, size_t j0, size_t bc)
 {
-    const size_t lo = r.lo > j0 ? r.lo - j0 : 0, hi = r.hi > j0 ? min_size(r.hi - j0, bc) : 0;
-    return (key_range){min_size(lo, hi), hi};
+    const size_t lo = r.lo > j0 ? r.lo - j0 : 0, hi = r.hi > j0 ? qkv_min(r.hi - j0, bc) : 0;
+    return (key_range){qkv_min(lo, hi), hi};
 }
 
 /* rows x cols accumulator (leading dimension ldacc) divided by l into o; l == 0 (no
@@ -152,15 +134,15 @@ static void normalise(size_t rows, size_t cols, const float *acc, size_t ldacc, 
     }
 }
 
-static void sdpa_decode(const qkv_kernels *t, const qkv_sdpa_view *a, float *ws, const ws_layout *w)
+static void sdpa_decode(const qkv_kernels *t, const qkv_sdpa_view *a, const sdpa_ws *w)
 {
     const qkv_gemm_kernels *g = t->gemm;
-    float *qs = ws + w->qt, *s = ws + w->st, *oacc = ws + w->oacc, *m = ws + w->m, *l = ws + w->l;
+    float *qs = w->qt, *s = w->st, *oacc = w->oacc, *m = w->m, *l = w->l;
     size_t kv_lo = a->n_kv, kv_hi = 0;
     for (size_t i = 0; i < a->n_q; i++) {
         const key_range r = visible(a, i);
         if (r.lo < r.hi) {
-            kv_lo = min_size(kv_lo, r.lo);
+            kv_lo = qkv_min(kv_lo, r.lo);
             kv_hi = r.hi > kv_hi ? r.hi : kv_hi;
         }
         m[i] = -FLT_MAX;
@@ -225,12 +207,12 @@ static void scores(const qkv_gemm_kernels *g, const qkv_sdpa_view *a, size_t j0,
 static void pv_block(const qkv_gemm_kernels *g, const qkv_sdpa_view *a, size_t i0, size_t br, size_t r, size_t j0,
                      size_t bc, const float *st, const float *vp, float *oacc, size_t dvp)
 {
-    const size_t MR = g->mr, NR = g->nr, rows = min_size(MR, br - r);
+    const size_t MR = g->mr, NR = g->nr, rows = qkv_min(MR, br - r);
     key_range all = {0, bc}; /* intersection over the block's real queries */
     for (size_t i = 0; i < rows; i++) {
         const key_range ri = clip(visible(a, i0 + r + i), j0, bc);
         all.lo = ri.lo > all.lo ? ri.lo : all.lo;
-        all.hi = min_size(all.hi, ri.hi);
+        all.hi = qkv_min(all.hi, ri.hi);
     }
     const int common = all.lo < all.hi;
     if (common)
@@ -251,17 +233,17 @@ static void pv_block(const qkv_gemm_kernels *g, const qkv_sdpa_view *a, size_t i
     }
 }
 
-static void sdpa_tiled(const qkv_kernels *t, const qkv_sdpa_view *a, float *ws, const ws_layout *w)
+static void sdpa_tiled(const qkv_kernels *t, const qkv_sdpa_view *a, const sdpa_ws *w)
 {
     const qkv_gemm_kernels *g = t->gemm;
     const size_t MR = g->mr, NR = g->nr, d_k = a->d_k, d_v = a->d_v;
-    const size_t dvp = round_up(d_v, NR);
+    const size_t dvp = qkv_round_up(d_v, NR);
     assert(BR % MR == 0 && BR % NR == 0 && BC % MR == 0 && MR <= MR_MAX); /* see TILE_FITS */
-    float *qt = ws + w->qt, *st = ws + w->st, *vp = ws + w->vp, *kp = ws + w->kp, *oacc = ws + w->oacc;
-    float *m = ws + w->m, *l = ws + w->l;
+    float *qt = w->qt, *st = w->st, *vp = w->vp, *kp = w->kp, *oacc = w->oacc;
+    float *m = w->m, *l = w->l;
 
     for (size_t i0 = 0; i0 < a->n_q; i0 += BR) {
-        const size_t br = min_size(BR, a->n_q - i0);
+        const size_t br = qkv_min(BR, a->n_q - i0);
         /* scale Q^T micropanels: element (p, query c) at qt[(c / NR) NR d_k + p NR + c % NR] */
         for (size_t c = 0; c < BR; c++) {
             float *dst = qt + (c / NR) * NR * d_k + c % NR;
@@ -278,14 +260,14 @@ static void sdpa_tiled(const qkv_kernels *t, const qkv_sdpa_view *a, float *ws, 
         for (size_t i = 0; i < br; i++) {
             const key_range r = visible(a, i0 + i);
             if (r.lo < r.hi) {
-                any.lo = min_size(any.lo, r.lo);
+                any.lo = qkv_min(any.lo, r.lo);
                 any.hi = r.hi > any.hi ? r.hi : any.hi;
             }
             all.lo = r.lo > all.lo ? r.lo : all.lo;
-            all.hi = min_size(all.hi, r.hi);
+            all.hi = qkv_min(all.hi, r.hi);
         }
         for (size_t j0 = any.lo; j0 < any.hi; j0 += BC) {
-            const size_t bc = min_size(BC, any.hi - j0);
+            const size_t bc = qkv_min(BC, any.hi - j0);
             scores(g, a, j0, bc, qt, kp, st);
             if (!(all.lo <= j0 && j0 + bc <= all.hi)) {
                 /* boundary tile: each query's hidden scores -inf, before anything reads them */
@@ -300,7 +282,7 @@ static void sdpa_tiled(const qkv_kernels *t, const qkv_sdpa_view *a, float *ws, 
             /* V tile -> NR-column micropanels, columns past d_v zero */
             for (size_t c0 = 0; c0 < dvp; c0 += NR) {
                 float *dst = vp + c0 * bc;
-                const size_t cols = min_size(NR, d_v - c0);
+                const size_t cols = qkv_min(NR, d_v - c0);
                 for (size_t p = 0; p < bc; p++) {
                     const float *src = a->v + (j0 + p) * a->ldv + c0;
                     memcpy(dst + p * NR, src, cols * sizeof(float));
@@ -315,16 +297,15 @@ static void sdpa_tiled(const qkv_kernels *t, const qkv_sdpa_view *a, float *ws, 
     }
 }
 
-void qkv_sdpa_run(const qkv_kernels *t, const qkv_sdpa_view *a, float *ws)
+void qkv_sdpa_run(const qkv_kernels *t, const qkv_sdpa_view *a, void *ws)
 {
-    ws_layout w;
-    const int ok = layout(a->d_k, a->d_v, &w);
-    assert(ok);
-    (void)ok;
+    qkv_arena ar = qkv_arena_on(ws);
+    sdpa_ws w;
+    layout(&ar, a->d_k, a->d_v, &w);
     if (a->n_q <= DECODE_Q)
-        sdpa_decode(t, a, ws, &w);
+        sdpa_decode(t, a, &w);
     else
-        sdpa_tiled(t, a, ws, &w);
+        sdpa_tiled(t, a, &w);
 }
 
 qkv_status qkv_sdpa(const float *q, const float *k, const float *v, float *o, size_t n_q, size_t n_kv, size_t d_k,
@@ -346,7 +327,7 @@ qkv_status qkv_sdpa_alloc_run(const qkv_kernels *t, const qkv_sdpa_view *a)
     const size_t bytes = qkv_sdpa_workspace_size(a->d_k, a->d_v);
     if (bytes == 0)
         return QKV_ERR_SIZE;
-    float *ws = aligned_alloc(64, bytes);
+    void *ws = aligned_alloc(QKV_ARENA_ALIGN, qkv_round_up(bytes, QKV_ARENA_ALIGN));
     if (ws == NULL)
         return QKV_ERR_NOMEM;
     qkv_sdpa_run(t, a, ws);

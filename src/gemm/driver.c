@@ -12,12 +12,13 @@
  * The first KC block applies the caller's beta, later blocks accumulate (beta = 1), so
  * beta == 0 never reads C. Edge tiles go through a scratch tile and only their valid part
  * is merged into C, so nothing outside the m x n window of C is read or written.
- * The tile and blocking sizes come from the table the caller resolved (qkv_gemm: the active
- * ISA's, read once per call; drivers pass the one they resolved for the whole call). One workspace
- * (packed A block or edge panel, packed B block, scratch tile; or the gathered x of the
- * m == 1 path) is allocated per call, or supplied by the caller through qkv_gemm_ws().
- * Every macro-tile is an independent work item once B is packed, ready for a
- * caller-supplied thread pool.
+ * The tile and blocking sizes come from the table the caller resolved (qkv_gemm and
+ * qkv_gemm_ex: the active ISA's, read once per call; drivers pass the one they resolved for
+ * the whole call). Threads: the plan below cuts the work into items by shape only and
+ * spreads them over the caller's pool (threadpool.h); the results are bit-identical for
+ * every thread count. One workspace (the shared packed B block, per task a packed A block
+ * or edge panel and a scratch tile; or the gathered x of the m == 1 path) is carved from
+ * the caller's memory or allocated once per call.
  * Compiled with baseline flags: all arithmetic happens in the ISA kernels, except the
  * O(mn) scaling for k == 0 and the edge merge. */
 #include <stdint.h>
@@ -27,6 +28,7 @@
 #include "arena.h"
 #include "gemm/pack.h"
 #include "kernels.h"
+#include "threadpool.h"
 
 /* C = beta * C, beta == 0 without reading C */
 static void scale_c(size_t m, size_t n, float beta, float *c, size_t ldc)
@@ -65,59 +67,120 @@ static blocking plan(const qkv_gemm_kernels *g, size_t m, size_t n, size_t k)
                       qkv_min(g->nc, qkv_round_up(n, g->nr))};
 }
 
-/* The workspace of one call with the kernels g, in arena order: the gathered x of the
-   m == 1 path, or the packed A block (or edge panel), packed B block and scratch tile of the
-   blocked path. A row-major A is read in place, so only a partial last row panel of it is
-   packed (MR x kc); a transposed A is packed whole (mc x kc). */
+/* ---- the plan: work items by shape only ------------------------------------------ *
+ * Blocked path: for each jc block of NC columns and each pc block of KC depth, the kc x nc
+ * block of op(B) is packed once into shared micropanels (items: groups of B_PANELS NR-wide
+ * panels), then the items of the block are (ic block of MC rows) x (a chunk of its nc
+ * columns, a multiple of NR): each multiplies its rows of A (packed per item when A is
+ * transposed, else read in place) by its columns of packed B into C. k is never split, and
+ * every C element sees the same microkernel calls in the same pc order whatever task runs
+ * its item, so the result does not depend on the thread count.
+ * m == 1 path: items are chunks of GEMV_COLS output columns, each one gemv over its
+ * columns; GEMV_COLS is a multiple of 128, the column block that the gemv kernels'
+ * arithmetic may depend on (kernels.h), so chunking never changes a result.
+ * Threads pay only above PARALLEL_FLOPS (blocked) or PARALLEL_BYTES of B (m == 1); below,
+ * one task runs every item in order. */
+enum {
+    B_PANELS = 8,             /* NR-wide B panels packed per item */
+    COL_CHUNK_MIN = 256,      /* columns of a compute item at least (keeps A reuse high) */
+    ITEMS_WANTED = 8,         /* items per (jc, pc) block worth splitting columns for */
+    GEMV_COLS = 256,          /* columns per m == 1 item */
+    PARALLEL_FLOPS = 1 << 22, /* 2 m n k below this: one task (64^3 is 2^19) */
+    PARALLEL_BYTES = 1 << 20  /* m == 1: bytes of B below this: one task */
+};
+
+typedef struct gemm_plan {
+    blocking b;
+    size_t col_chunk; /* columns of a compute item inside an nc block */
+    size_t n_jr;      /* column chunks per nc block */
+    size_t n_ic;      /* row blocks */
+    int parallel;     /* 0: below the size where threads pay */
+} gemm_plan;
+
+static gemm_plan make_plan(const qkv_gemm_kernels *g, size_t m, size_t n, size_t k)
+{
+    gemm_plan p;
+    p.b = plan(g, m, n, k);
+    p.n_ic = (m + p.b.mc - 1) / p.b.mc;
+    /* split the columns only as far as needed for ITEMS_WANTED items, and never into
+       chunks narrower than COL_CHUNK_MIN */
+    size_t n_jr = p.n_ic >= ITEMS_WANTED ? 1 : (ITEMS_WANTED + p.n_ic - 1) / p.n_ic;
+    n_jr = qkv_min(n_jr, qkv_max(1, p.b.nc / COL_CHUNK_MIN));
+    p.col_chunk = qkv_round_up((p.b.nc + n_jr - 1) / n_jr, g->nr);
+    p.n_jr = (p.b.nc + p.col_chunk - 1) / p.col_chunk;
+    if (m == 1)
+        p.parallel = (double)n * (double)k * sizeof(float) >= PARALLEL_BYTES;
+    else
+        p.parallel = 2.0 * (double)m * (double)n * (double)k >= PARALLEL_FLOPS;
+    return p;
+}
+
+/* the most items any phase of the call has: it never runs more tasks */
+static size_t max_items(const qkv_gemm_kernels *g, const gemm_plan *p, size_t m, size_t n)
+{
+    if (!p->parallel)
+        return 1;
+    if (m == 1)
+        return (n + GEMV_COLS - 1) / GEMV_COLS;
+    const size_t b_items = (p->b.nc / g->nr + B_PANELS - 1) / B_PANELS;
+    return qkv_max(b_items, p->n_ic * p->n_jr);
+}
+
+/* The workspace of one call with the kernels g and n_slots task slots, in arena order:
+   the gathered x of the m == 1 path (shared), or the packed B block (shared) and per slot
+   the packed A block (or edge panel) and the scratch tile of the blocked path. A row-major
+   A is read in place, so only a partial last row panel of it is packed (MR x kc); a
+   transposed A is packed whole (mc x kc). */
 typedef struct gemm_ws {
-    float *x, *ap, *bp, *tile;
+    float *x, *bp;
+    float *slots;            /* slot t at slots + t * slot_len: its A block, then its tile */
+    size_t slot_len, tile_off;
 } gemm_ws;
 
 static void layout(qkv_arena *ar, const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, size_t m, size_t n,
-                   size_t k, gemm_ws *w)
+                   size_t k, size_t n_slots, gemm_ws *w)
 {
-    *w = (gemm_ws){NULL, NULL, NULL, NULL};
+    *w = (gemm_ws){NULL, NULL, NULL, 0, 0};
     if (m == 1) {
         if (ta == QKV_TRANS && tb == QKV_TRANS)
             w->x = qkv_arena_floats(ar, k);
         return;
     }
     const blocking b = plan(g, m, n, k);
-    w->ap = qkv_arena_floats(ar, (ta == QKV_TRANS ? b.mc : g->mr) * b.kc);
     w->bp = qkv_arena_floats(ar, b.kc * b.nc);
-    w->tile = qkv_arena_floats(ar, g->mr * g->nr);
+    /* both parts of a slot 64-byte aligned: lengths rounded up to 16 floats */
+    w->tile_off = qkv_round_up((ta == QKV_TRANS ? b.mc : g->mr) * b.kc, 16);
+    w->slot_len = w->tile_off + qkv_round_up(g->mr * g->nr, 16);
+    w->slots = qkv_arena_array(ar, w->slot_len, n_slots);
 }
 
-size_t qkv_gemm_workspace_floats(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k)
+size_t qkv_gemm_ws_bytes(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k, size_t n_threads)
 {
+    size_t most = QKV_ARENA_ALIGN;
     if (m == 0 || n == 0 || k == 0)
-        return 0;
-    size_t most = 0;
+        return most;
     for (size_t i = 0; qkv_kernels_built(i) != NULL; i++) {
         qkv_arena ar = qkv_arena_sizer();
         gemm_ws w;
-        layout(&ar, qkv_kernels_built(i)->gemm, ta, tb, m, n, k, &w);
-        most = qkv_max(most, ar.used / sizeof(float));
+        layout(&ar, qkv_kernels_built(i)->gemm, ta, tb, m, n, k, qkv_max(n_threads, 1), &w);
+        const size_t bytes = qkv_arena_bytes(&ar);
+        if (bytes == 0)
+            return 0;
+        most = qkv_max(most, bytes);
     }
     return most;
 }
 
-/* m == 1: op(A) is the row a[0..k) (QKV_NOTRANS) or the column a[p * lda] (QKV_TRANS) */
-static void gemm_row(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, size_t n, size_t k, float alpha,
-                     const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c, float *x)
+size_t qkv_gemm_workspace_size(size_t m, size_t n, size_t k, size_t n_threads)
 {
-    const size_t inca = ta == QKV_TRANS ? lda : 1;
-    if (tb == QKV_NOTRANS) {
-        g->gemv_n(n, k, alpha, a, inca, b, ldb, beta, c);
-        return;
+    size_t most = 0;
+    for (int t = 0; t < 4; t++) {
+        const size_t bytes = qkv_gemm_ws_bytes((qkv_trans)(t & 1), (qkv_trans)(t >> 1), m, n, k, n_threads);
+        if (bytes == 0)
+            return 0;
+        most = qkv_max(most, bytes);
     }
-    /* gemv_t loads x as vectors: gather a strided column once */
-    if (inca != 1) {
-        for (size_t p = 0; p < k; p++)
-            x[p] = a[p * inca];
-        a = x;
-    }
-    g->gemv_t(n, k, alpha, a, b, ldb, beta, c);
+    return most;
 }
 
 /* The A operand of one macro-kernel: row panel ir (a multiple of MR) starts at
@@ -152,45 +215,98 @@ static void macro_kernel(const qkv_gemm_kernels *g, size_t mc, size_t nc, size_t
     }
 }
 
-static void gemm_blocked(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k,
-                         float alpha, const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c,
-                         size_t ldc, const gemm_ws *w)
+/* Everything the work items of one call read: operands, plan, workspace, and the (jc, pc)
+   block being worked on (written by gemm_run between jobs only) */
+typedef struct gemm_call {
+    const qkv_gemm_kernels *g;
+    qkv_trans ta, tb;
+    size_t m, n, k;
+    float alpha, beta;
+    const float *a, *b;
+    size_t lda, ldb, ldc;
+    float *c;
+    gemm_plan p;
+    gemm_ws w;
+    size_t jc, nc, pc, kc;
+} gemm_call;
+
+/* item i: B panels [i B_PANELS, (i + 1) B_PANELS) of the current block */
+static void pack_b_item(void *ctx, size_t i, size_t slot)
 {
-    const size_t MR = g->mr, NR = g->nr;
-    const blocking bl = plan(g, m, n, k);
-    const size_t kc_max = bl.kc, mc_max = bl.mc, nc_max = bl.nc;
+    const gemm_call *cl = ctx;
+    (void)slot;
+    const size_t NR = cl->g->nr, j0 = i * B_PANELS * NR;
+    const size_t cols = qkv_min(B_PANELS * NR, cl->nc - j0), j = cl->jc + j0;
+    const float *src = cl->tb == QKV_TRANS ? cl->b + j * cl->ldb + cl->pc : cl->b + cl->pc * cl->ldb + j;
+    qkv_gemm_pack_b(cl->tb, cl->kc, cols, src, cl->ldb, NR, cl->w.bp + j0 * cl->kc);
+}
+
+/* item (ic block, column chunk) of the current block, with scratch slot `slot` */
+static void compute_item(void *ctx, size_t item, size_t slot)
+{
+    const gemm_call *cl = ctx;
+    const size_t MR = cl->g->mr;
+    const size_t ic = (item / cl->p.n_jr) * cl->p.b.mc, j0 = (item % cl->p.n_jr) * cl->p.col_chunk;
+    if (j0 >= cl->nc)
+        return; /* the last nc block may be narrower: fewer chunks */
+    const size_t mc = qkv_min(cl->p.b.mc, cl->m - ic), cols = qkv_min(cl->p.col_chunk, cl->nc - j0);
+    float *ap = cl->w.slots + slot * cl->w.slot_len, *tile = ap + cl->w.tile_off;
     /* A row-major A (QKV_NOTRANS) is read in place: per k step the microkernel broadcasts
        one float from each of MR rows, which walk forward together, so a row panel costs
-       MR streams of L1 lines, the same lines packing would have read, without the copy
-       (measured on Zen 4: as fast as packing for N >= 512, 1.4x faster at 4096 x 64 x 4096
-       where an A panel meets only 4 B panels). Only a partial last row panel is packed, to
-       zero-pad it. A
-       transposed A would put each k step on its own cache line: that one is packed. */
-    const int pack_a = ta == QKV_TRANS;
-    float *ap = w->ap, *bp = w->bp, *tile = w->tile;
-    const size_t a_rs = ta == QKV_TRANS ? 1 : lda, a_cs = ta == QKV_TRANS ? lda : 1; /* op(A)(i, p) in place */
+       MR streams of L1 lines, the same lines packing would have read, without the copy.
+       Only a partial last row panel is packed, to zero-pad it. A transposed A would put
+       each k step on its own cache line: that one is packed. */
+    const size_t a_rs = cl->ta == QKV_TRANS ? 1 : cl->lda, a_cs = cl->ta == QKV_TRANS ? cl->lda : 1;
+    const float *a_ic = cl->a + ic * a_rs + cl->pc * a_cs; /* op(A)(ic, pc) */
+    a_block A;
+    if (cl->ta == QKV_TRANS) {
+        qkv_gemm_pack_a(cl->ta, mc, cl->kc, a_ic, cl->lda, MR, ap);
+        A = (a_block){ap, ap, 1, MR, cl->kc, mc};
+    } else {
+        const size_t n_full = mc - mc % MR;
+        if (n_full < mc)
+            qkv_gemm_pack_a(cl->ta, mc - n_full, cl->kc, a_ic + n_full * a_rs, cl->lda, MR, ap);
+        A = (a_block){a_ic, ap, a_rs, a_cs, a_rs, n_full};
+    }
+    const float beta = cl->pc == 0 ? cl->beta : 1.0f; /* later k blocks accumulate */
+    macro_kernel(cl->g, mc, cols, cl->kc, cl->alpha, &A, cl->w.bp + j0 * cl->kc, beta,
+                 cl->c + ic * cl->ldc + cl->jc + j0, cl->ldc, tile);
+}
 
-    for (size_t jc = 0; jc < n; jc += nc_max) {
-        const size_t nc = qkv_min(nc_max, n - jc);
-        for (size_t pc = 0; pc < k; pc += kc_max) {
-            const size_t kc = qkv_min(kc_max, k - pc);
-            const float beta_pc = pc == 0 ? beta : 1.0f;
-            qkv_gemm_pack_b(tb, kc, nc, tb == QKV_TRANS ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, NR, bp);
-            for (size_t ic = 0; ic < m; ic += mc_max) {
-                const size_t mc = qkv_min(mc_max, m - ic);
-                const float *a_ic = a + ic * a_rs + pc * a_cs; /* op(A)(ic, pc) */
-                a_block A;
-                if (pack_a) {
-                    qkv_gemm_pack_a(ta, mc, kc, a_ic, lda, MR, ap);
-                    A = (a_block){ap, ap, 1, MR, kc, mc};
-                } else {
-                    const size_t n_full = mc - mc % MR;
-                    if (n_full < mc)
-                        qkv_gemm_pack_a(ta, mc - n_full, kc, a_ic + n_full * a_rs, lda, MR, ap);
-                    A = (a_block){a_ic, ap, a_rs, a_cs, a_rs, n_full};
-                }
-                macro_kernel(g, mc, nc, kc, alpha, &A, bp, beta_pc, c + ic * ldc + jc, ldc, tile);
-            }
+/* m == 1, item i: output columns [i GEMV_COLS, ...) (all of them when not parallel). op(A)
+   is the row a[0..k) or, transposed, the column a[p * lda], gathered once into w.x for
+   gemv_t, which loads x as vectors */
+static void row_item(void *ctx, size_t i, size_t slot)
+{
+    const gemm_call *cl = ctx;
+    (void)slot;
+    const size_t j0 = i * GEMV_COLS, cols = cl->p.parallel ? qkv_min(GEMV_COLS, cl->n - j0) : cl->n;
+    const size_t inca = cl->ta == QKV_TRANS ? cl->lda : 1;
+    if (cl->tb == QKV_NOTRANS)
+        cl->g->gemv_n(cols, cl->k, cl->alpha, cl->a, inca, cl->b + j0, cl->ldb, cl->beta, cl->c + j0);
+    else
+        cl->g->gemv_t(cols, cl->k, cl->alpha, inca != 1 ? cl->w.x : cl->a, cl->b + j0 * cl->ldb, cl->ldb, cl->beta,
+                      cl->c + j0);
+}
+
+static void gemm_run(gemm_call *cl, const qkv_threadpool *tp)
+{
+    const qkv_threadpool *pool = cl->p.parallel ? tp : NULL;
+    if (cl->m == 1) {
+        if (cl->w.x != NULL)
+            for (size_t p = 0; p < cl->k; p++)
+                cl->w.x[p] = cl->a[p * cl->lda];
+        qkv_parallel_for(pool, cl->p.parallel ? (cl->n + GEMV_COLS - 1) / GEMV_COLS : 1, row_item, cl);
+        return;
+    }
+    const size_t NR = cl->g->nr;
+    for (cl->jc = 0; cl->jc < cl->n; cl->jc += cl->p.b.nc) {
+        cl->nc = qkv_min(cl->p.b.nc, cl->n - cl->jc);
+        for (cl->pc = 0; cl->pc < cl->k; cl->pc += cl->p.b.kc) {
+            cl->kc = qkv_min(cl->p.b.kc, cl->k - cl->pc);
+            const size_t panels = (cl->nc + NR - 1) / NR;
+            qkv_parallel_for(pool, (panels + B_PANELS - 1) / B_PANELS, pack_b_item, cl);
+            qkv_parallel_for(pool, cl->p.n_ic * cl->p.n_jr, compute_item, cl);
         }
     }
 }
@@ -198,12 +314,23 @@ static void gemm_blocked(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, 
 qkv_status qkv_gemm(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
                     const float *b, size_t ldb, float beta, float *c, size_t ldc)
 {
-    return qkv_gemm_ws(qkv_kernels_active()->gemm, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL);
+    return qkv_gemm_run(qkv_kernels_active()->gemm, NULL, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL,
+                        0);
 }
 
-qkv_status qkv_gemm_ws(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k,
-                       float alpha, const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c,
-                       size_t ldc, float *ws)
+qkv_status qkv_gemm_ex(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k, float alpha, const float *a,
+                       size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc,
+                       const qkv_threadpool *tp, void *ws, size_t ws_size)
+{
+    if (!qkv_threadpool_ok(tp))
+        return QKV_ERR_ARG;
+    return qkv_gemm_run(qkv_kernels_active()->gemm, tp, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, ws,
+                        ws_size);
+}
+
+qkv_status qkv_gemm_run(const qkv_gemm_kernels *g, const qkv_threadpool *tp, qkv_trans ta, qkv_trans tb, size_t m,
+                        size_t n, size_t k, float alpha, const float *a, size_t lda, const float *b, size_t ldb,
+                        float beta, float *c, size_t ldc, void *ws, size_t ws_size)
 {
     if ((unsigned)ta > QKV_TRANS || (unsigned)tb > QKV_TRANS)
         return QKV_ERR_ARG;
@@ -223,21 +350,27 @@ qkv_status qkv_gemm_ws(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, si
         scale_c(m, n, beta, c, ldc);
         return QKV_OK;
     }
+    gemm_call cl = {g, ta, tb, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, make_plan(g, m, n, k),
+                    {NULL, NULL, NULL, 0, 0}, 0, 0, 0, 0};
+    const size_t slots = qkv_tasks_for(cl.p.parallel ? tp : NULL, max_items(g, &cl.p, m, n));
     qkv_arena ar = qkv_arena_sizer();
-    gemm_ws w;
-    layout(&ar, g, ta, tb, m, n, k, &w);
-    float *owned = NULL;
-    if (ws == NULL && ar.used > 0) {
-        ws = owned = aligned_alloc(QKV_ARENA_ALIGN, ar.used); /* the driver's one allocator */
-        if (ws == NULL)
-            return QKV_ERR_NOMEM;
+    layout(&ar, g, ta, tb, m, n, k, slots, &cl.w);
+    const size_t need = qkv_arena_bytes(&ar);
+    if (need == 0)
+        return QKV_ERR_SIZE;
+    void *owned = NULL;
+    if (ws == NULL) {
+        if (ar.used > 0) {
+            ws = owned = aligned_alloc(QKV_ARENA_ALIGN, ar.used); /* the driver's one allocator */
+            if (ws == NULL)
+                return QKV_ERR_NOMEM;
+        }
+    } else if (ws_size < need) {
+        return QKV_ERR_SIZE;
     }
     ar = qkv_arena_on(ws);
-    layout(&ar, g, ta, tb, m, n, k, &w);
-    if (m == 1)
-        gemm_row(g, ta, tb, n, k, alpha, a, lda, b, ldb, beta, c, w.x);
-    else
-        gemm_blocked(g, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, &w);
+    layout(&ar, g, ta, tb, m, n, k, slots, &cl.w);
+    gemm_run(&cl, tp);
     free(owned);
     return QKV_OK;
 }

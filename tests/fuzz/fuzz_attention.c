@@ -134,7 +134,7 @@ static void mha_case(const uint8_t *d, size_t size)
         for (size_t i = 0; i < nx; i++)
             out[i] = 42.0f;
         const qkv_status st =
-            qkv_mha_forward(&m, batch, xq, n_q, cross ? xkv : NULL, cross ? n_kv : 0, flags, out, ws, ws_size);
+            qkv_mha_forward(&m, batch, xq, n_q, cross ? xkv : NULL, cross ? n_kv : 0, flags, out, ws, ws_size, NULL);
         const qkv_status want = !valid ? QKV_ERR_ARG : (ws_mode == 2 ? QKV_ERR_SIZE : QKV_OK);
         if (st != want)
             FAIL("mha E %zu h %zu batch %zu n_q %zu torch %d flags %u ws %d: status %d, want %d", E, h, batch, n_q,
@@ -146,7 +146,7 @@ static void mha_case(const uint8_t *d, size_t size)
             continue;
         }
         if (ws_mode != 0) {
-            qkv_mha_forward(&m, batch, xq, n_q, cross ? xkv : NULL, cross ? n_kv : 0, flags, out2, NULL, 0);
+            qkv_mha_forward(&m, batch, xq, n_q, cross ? xkv : NULL, cross ? n_kv : 0, flags, out2, NULL, 0, NULL);
             if (memcmp(out, out2, (nx - 1) * sizeof(float)) != 0)
                 FAIL("mha with a workspace differs from mha without one");
         }
