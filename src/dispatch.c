@@ -108,6 +108,7 @@ static __attribute__((unused)) int cpu_arm_neon(void)
         .softmax = qkv_softmax_f32_##name,                                                        \
         .gemm = &qkv_gemm_f32_##name,                                                             \
         .attn_update = qkv_attn_update_f32_##name,                                                \
+        .softcap = qkv_softcap_f32_##name,                                                        \
     };
 QKV_ISA_BUILT(QKV_TABLE)
 #undef QKV_TABLE

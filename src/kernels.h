@@ -88,6 +88,11 @@ typedef struct qkv_gemm_kernels {
 typedef void (*qkv_attn_update_fn)(size_t rows, size_t cols, float *s, size_t lds, float *m, float *l, float *o,
                                    size_t ldo, size_t d_o);
 
+/* ---- Attention: soft capping (kernels/softcap_f32.h) ---------------------------------
+ * softcap(x, n, cap): x[i] = cap * tanh(x[i] / cap) for i < n, in place; cap > 0 finite.
+ * tanh within 2 ULP; NaN stays NaN; +-inf gives +-cap. Touches only x[0 .. n). */
+typedef void (*qkv_softcap_fn)(float *x, size_t n, float cap);
+
 typedef struct qkv_kernels {
     qkv_isa isa;
     qkv_dot_fn dot;
@@ -95,6 +100,7 @@ typedef struct qkv_kernels {
     qkv_softmax_fn softmax;
     const qkv_gemm_kernels *gemm;
     qkv_attn_update_fn attn_update;
+    qkv_softcap_fn softcap;
 } qkv_kernels;
 
 /* The table in use now (never NULL). */
@@ -124,7 +130,8 @@ qkv_status qkv_gemm_run(const qkv_gemm_kernels *g, const qkv_threadpool *tp, qkv
     void qkv_softmax_f32_##name(const float *x, float *y, size_t n, float scale);             \
     extern const qkv_gemm_kernels qkv_gemm_f32_##name;                                        \
     void qkv_attn_update_f32_##name(size_t rows, size_t cols, float *s, size_t lds, float *m, float *l, float *o, \
-                                    size_t ldo, size_t d_o);
+                                    size_t ldo, size_t d_o);                                   \
+    void qkv_softcap_f32_##name(float *x, size_t n, float cap);
 QKV_ISA_LIST(QKV_DECLARE_ISA)
 #undef QKV_DECLARE_ISA
 

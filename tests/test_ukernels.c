@@ -11,6 +11,7 @@
  *                MR x k elements of A and the k x NR of B it is given.
  *   gemv_t       n and k with every tail up to 2 x 16 + 3, ldb > k, beta = 0 over NaN
  *   gemv_n       the same, incx 1 and 3
+ *   softcap      cap tanh(x / cap): tanh within 2 ULP, special values, tails at a guard page
  *   attn_update  max, rescale and exp of one S^T tile: columns whose max grows, columns
  *                that do not, columns all -inf (masked: zeros, a = 1, never NaN), running
  *                max at -FLT_MAX, rows = 1 and odd rows.
@@ -254,6 +255,59 @@ static void test_attn_update(const qkv_kernels *t)
     }
 }
 
+/* softcap with cap = 1 is tanh: within 2 ULP of double tanh over a dense sweep of
+   [-20, 20] and the special values; with cap = 30, within 4 ULP of 30 tanh(x / 30) (the
+   division and the product round once each). Tails: n = 1 .. 2 x 16 + 1 behind a guard page. */
+static void test_softcap(const qkv_kernels *t)
+{
+    double worst = 0.0;
+    long bad = 0;
+    enum { CHUNK = 4096 };
+    float x[CHUNK], y[CHUNK];
+    size_t n = 0;
+    for (uint32_t u = 0; u < 0x41a00000u; u += 61) { /* |x| < 20, both signs */
+        x[n++] = bits_to_float(u);
+        x[n++] = -bits_to_float(u);
+        if (n == CHUNK || u + 61 >= 0x41a00000u) {
+            memcpy(y, x, n * sizeof(float));
+            t->softcap(y, n, 1.0f);
+            for (size_t i = 0; i < n; i++) {
+                const double e = ulp_error(y[i], tanh((double)x[i]));
+                worst = e > worst ? e : worst;
+                bad += !(e <= 2.0);
+            }
+            memcpy(y, x, n * sizeof(float));
+            t->softcap(y, n, 30.0f);
+            for (size_t i = 0; i < n; i++)
+                bad += !(ulp_error(y[i], 30.0 * tanh((double)x[i] / 30.0)) <= 4.0);
+            n = 0;
+        }
+    }
+    const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 0x1p-149f, 0.625f, -0.625f, 0x1.3ffffep-1f, 1e30f};
+    const float want[] = {0.0f, -0.0f, 1.0f, -1.0f, NAN, 0x1p-149f};
+    memcpy(y, special, sizeof special);
+    t->softcap(y, sizeof special / sizeof special[0], 1.0f);
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++) {
+        if (i < sizeof want / sizeof want[0])
+            bad += !(isnan(want[i]) ? isnan(y[i]) : (y[i] == want[i] && signbit(y[i]) == signbit(want[i])));
+        else
+            bad += !(ulp_error(y[i], tanh((double)special[i])) <= 2.0);
+    }
+    for (size_t len = 1; len <= 33; len++) {
+        guarded g;
+        float *p = guarded_alloc(&g, len, GUARD_AFTER);
+        for (size_t i = 0; i < len; i++)
+            p[i] = rng_uniform(-40, 40);
+        memcpy(y, p, len * sizeof(float));
+        t->softcap(p, len, 7.0f);
+        for (size_t i = 0; i < len; i++)
+            bad += !(ulp_error(p[i], 7.0 * tanh((double)y[i] / 7.0)) <= 4.0);
+        bad += !guarded_free(&g);
+    }
+    CHECK(bad == 0, "softcap: %ld values out of bound (worst tanh %.3f ULP)", bad, worst);
+    printf("  %s: softcap tanh worst %.3f ULP on [-20, 20]\n", qkv_isa_name(t->isa), worst);
+}
+
 int main(void)
 {
     qkv_isa isas[QKV_ISA_COUNT];
@@ -266,6 +320,7 @@ int main(void)
         test_ukernel(t->gemm);
         test_gemv(t->gemm);
         test_attn_update(t);
+        test_softcap(t);
     }
     return test_finish("test_ukernels");
 }

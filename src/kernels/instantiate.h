@@ -22,6 +22,7 @@
 #include "kernels/softmax_f32.h"
 #include "kernels/gemm_f32.h"
 #include "kernels/attn_update_f32.h"
+#include "kernels/softcap_f32.h"
 
 #define QKV_TILE_OF(what, isa) QKV_TILE_CAT(what, isa)
 #define QKV_TILE_CAT(what, isa) QKV_GEMM_##what##_##isa

@@ -31,6 +31,15 @@ static inline vf vf_fnma(vf a, vf b, vf c) { return _mm256_fnmadd_ps(a, b, c); }
 /* maxps/minps return the second operand when either is NaN */
 static inline vf vf_max(vf c, vf x) { return _mm256_max_ps(c, x); }
 static inline vf vf_min(vf c, vf x) { return _mm256_min_ps(c, x); }
+static inline vf vf_div(vf a, vf b) { return _mm256_div_ps(a, b); }
+static inline vf vf_abs(vf x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
+static inline vf vf_copysign(vf mag, vf sgn)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    return _mm256_or_ps(_mm256_andnot_ps(sign, mag), _mm256_and_ps(sign, sgn));
+}
+/* a < b ? x : y per lane (false for NaN) */
+static inline vf vf_lt_select(vf a, vf b, vf x, vf y) { return _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, _CMP_LT_OQ)); }
 /* round to nearest integer, ties to even */
 static inline vf vf_round(vf x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 

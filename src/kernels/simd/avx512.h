@@ -27,6 +27,18 @@ static inline vf vf_fnma(vf a, vf b, vf c) { return _mm512_fnmadd_ps(a, b, c); }
 /* vmaxps/vminps return the second operand when either is NaN */
 static inline vf vf_max(vf c, vf x) { return _mm512_max_ps(c, x); }
 static inline vf vf_min(vf c, vf x) { return _mm512_min_ps(c, x); }
+static inline vf vf_div(vf a, vf b) { return _mm512_div_ps(a, b); }
+static inline vf vf_abs(vf x) { return _mm512_andnot_ps(_mm512_set1_ps(-0.0f), x); }
+static inline vf vf_copysign(vf mag, vf sgn)
+{
+    const __m512 sign = _mm512_set1_ps(-0.0f);
+    return _mm512_or_ps(_mm512_andnot_ps(sign, mag), _mm512_and_ps(sign, sgn));
+}
+/* a < b ? x : y per lane (false for NaN) */
+static inline vf vf_lt_select(vf a, vf b, vf x, vf y)
+{
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ), y, x);
+}
 static inline vf vf_round(vf x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 
 /* p * 2^n, n integral: vscalefps rounds once, including into the denormal range */

@@ -17,6 +17,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct qkv_emu_m512 {
     float f[16];
@@ -72,11 +73,47 @@ static inline float qkv_emu_scalef1(float a, float b)
 QKV_EMU_MAP2(add_ps, x + y)
 QKV_EMU_MAP2(sub_ps, x - y)
 QKV_EMU_MAP2(mul_ps, x * y)
+QKV_EMU_MAP2(div_ps, x / y)
 QKV_EMU_MAP2(max_ps, x > y ? x : y) /* second operand when either is NaN */
 QKV_EMU_MAP2(min_ps, x < y ? x : y)
 QKV_EMU_MAP2(scalef_ps, qkv_emu_scalef1(x, y))
 QKV_EMU_MAP3(fmadd_ps, fmaf(x, y, z))
 QKV_EMU_MAP3(fnmadd_ps, fmaf(-x, y, z))
+
+/* bitwise logic on the float lanes (AVX512DQ) */
+static inline uint32_t qkv_emu_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+static inline float qkv_emu_float(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+QKV_EMU_MAP2(and_ps, qkv_emu_float(qkv_emu_bits(x) & qkv_emu_bits(y)))
+QKV_EMU_MAP2(andnot_ps, qkv_emu_float(~qkv_emu_bits(x) & qkv_emu_bits(y)))
+QKV_EMU_MAP2(or_ps, qkv_emu_float(qkv_emu_bits(x) | qkv_emu_bits(y)))
+
+/* only the ordered less-than predicate is emulated */
+static inline qkv_emu_mmask16 qkv_emu_cmp_ps_mask(qkv_emu_m512 a, qkv_emu_m512 b, int imm)
+{
+    qkv_emu_mmask16 k = 0;
+    for (int i = 0; i < 16; i++)
+        if (imm == _CMP_LT_OQ && a.f[i] < b.f[i])
+            k |= (qkv_emu_mmask16)(1u << i);
+    return k;
+}
+
+static inline qkv_emu_m512 qkv_emu_mask_blend_ps(qkv_emu_mmask16 k, qkv_emu_m512 a, qkv_emu_m512 b)
+{
+    qkv_emu_m512 r;
+    for (int i = 0; i < 16; i++)
+        r.f[i] = (k >> i) & 1 ? b.f[i] : a.f[i];
+    return r;
+}
 
 static inline qkv_emu_m512 qkv_emu_roundscale_ps(qkv_emu_m512 a, int imm)
 {
@@ -139,6 +176,12 @@ static inline __m256 qkv_emu_extractf32x8_ps(qkv_emu_m512 a, int imm) { return _
 #define _mm512_add_ps qkv_emu_add_ps
 #define _mm512_sub_ps qkv_emu_sub_ps
 #define _mm512_mul_ps qkv_emu_mul_ps
+#define _mm512_div_ps qkv_emu_div_ps
+#define _mm512_and_ps qkv_emu_and_ps
+#define _mm512_andnot_ps qkv_emu_andnot_ps
+#define _mm512_or_ps qkv_emu_or_ps
+#define _mm512_cmp_ps_mask qkv_emu_cmp_ps_mask
+#define _mm512_mask_blend_ps qkv_emu_mask_blend_ps
 #define _mm512_max_ps qkv_emu_max_ps
 #define _mm512_min_ps qkv_emu_min_ps
 #define _mm512_scalef_ps qkv_emu_scalef_ps

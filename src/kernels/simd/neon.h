@@ -22,6 +22,14 @@ static inline vf vf_fma(vf a, vf b, vf c) { return vfmaq_f32(c, a, b); }
 static inline vf vf_fnma(vf a, vf b, vf c) { return vfmsq_f32(c, a, b); }
 static inline vf vf_max(vf c, vf x) { return vmaxq_f32(c, x); }
 static inline vf vf_min(vf c, vf x) { return vminq_f32(c, x); }
+static inline vf vf_div(vf a, vf b) { return vdivq_f32(a, b); }
+static inline vf vf_abs(vf x) { return vabsq_f32(x); }
+static inline vf vf_copysign(vf mag, vf sgn)
+{
+    return vbslq_f32(vdupq_n_u32(0x80000000u), sgn, mag); /* sign bit from sgn, the rest from mag */
+}
+/* a < b ? x : y per lane (false for NaN) */
+static inline vf vf_lt_select(vf a, vf b, vf x, vf y) { return vbslq_f32(vcltq_f32(a, b), x, y); }
 static inline vf vf_round(vf x) { return vrndnq_f32(x); }
 
 /* p * 2^n for integral n in [-150, 128], split into two normal power-of-two factors as

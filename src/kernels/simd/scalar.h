@@ -26,6 +26,11 @@ static inline vf vf_fma(vf a, vf b, vf c) { return a * b + c; }
 static inline vf vf_fnma(vf a, vf b, vf c) { return c - a * b; }
 static inline vf vf_max(vf c, vf x) { return c > x ? c : x; } /* NaN x: comparison false -> x */
 static inline vf vf_min(vf c, vf x) { return c < x ? c : x; }
+static inline vf vf_div(vf a, vf b) { return a / b; }
+static inline vf vf_abs(vf x) { return fabsf(x); }
+static inline vf vf_copysign(vf mag, vf sgn) { return copysignf(mag, sgn); }
+/* a < b ? x : y per lane (false for NaN) */
+static inline vf vf_lt_select(vf a, vf b, vf x, vf y) { return a < b ? x : y; }
 
 /* round to nearest even for |x| < 2^22 (the only use: x / ln2 after clamping); NaN stays */
 static inline vf vf_round(vf x)
