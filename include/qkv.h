@@ -204,10 +204,14 @@ QKV_API qkv_status qkv_self_attention(const float *x, size_t n, size_t d_in,
 typedef struct qkv_mha {
     size_t d_model;                 /* E; E % n_heads == 0; head size E / n_heads */
     size_t n_heads;                 /* h */
-    const float *wq, *wk, *wv, *wo; /* E x E each */
+    const float *wq, *wk, *wv, *wo; /* E x E each (wk, wv: see n_kv_heads) */
     const float *bq, *bk, *bv, *bo; /* E each, or NULL for no bias */
     int torch_layout;               /* 0: W is (in x out), y = x W + b.
                                        1: W is (out x in) as torch.nn.Linear, y = x W^T + b */
+    size_t n_kv_heads;              /* 0 or h: every head has its own K, V. Else a divisor of h
+                                       (GQA; 1 = MQA): wk, wv are E x (n_kv_heads E/h) (in x out;
+                                       transposed with torch_layout), bk, bv have n_kv_heads E/h
+                                       entries, and query head i reads KV head i / (h / n_kv_heads) */
 } qkv_mha;
 
 /* Exact workspace bytes of qkv_mha_forward(m, any batch, ., n_q, ., n_kv, ...): Q, K, V of
@@ -244,6 +248,71 @@ QKV_API qkv_status qkv_mha_forward(const qkv_mha *m, size_t batch,
                                    unsigned flags, float *out,
                                    void *ws, size_t ws_size,
                                    const qkv_threadpool *tp);
+
+/* ---- Batched attention: qkv_attention ----------------------------------------------- *
+ * One call computes every (batch item, query head) of scaled dot-product attention in the
+ * layouts that models use, fused (no n_q x n_kv buffer), spread over a thread pool. */
+
+/* Element type of K and V */
+typedef enum qkv_dtype { QKV_F32 = 0, QKV_F16 = 1, QKV_BF16 = 2 } qkv_dtype;
+
+typedef struct qkv_attention_desc {
+    size_t batch, n_heads; /* B >= 1, H >= 1 query heads */
+    size_t n_kv_heads;     /* 0 or H: one KV head per query head. Else a divisor of H (GQA;
+                              1 = MQA): query head h reads KV head h / (H / n_kv_heads) */
+    size_t n_q, n_kv;      /* queries and keys per (item, head); n_kv is the capacity when
+                              kv_len is given */
+    size_t d_k, d_v;       /* head sizes of Q/K and of V/O */
+    /* Element strides of each tensor: [0] between batch items, [1] between heads, [2]
+       between tokens (rows); the last dimension (d_k or d_v) is contiguous.
+       PyTorch (B, H, N, D):      {H*N*D, N*D, D}
+       interleaved (B, N, H, D):  {N*H*D, D, H*D}   (a fused QKV projection's output too)
+       A stride may be 0 (broadcast). O's strides must not make two outputs overlap (a zero
+       O stride over more than one element is QKV_ERR_ARG). */
+    size_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
+    float scale;           /* <= 0: 1/sqrt(d_k); NaN or infinite: QKV_ERR_ARG */
+    unsigned flags;        /* 0 or QKV_CAUSAL */
+    size_t window;         /* 0: none. w > 0: query at position p sees key j only if
+                              |j - p| < w (with QKV_CAUSAL: p - w < j <= p, the sliding
+                              window of Mistral / Gemma) */
+    float softcap;         /* 0: none. c > 0: each scaled score s becomes c * tanh(s / c)
+                              (Gemma 2); NaN, infinite or negative: QKV_ERR_ARG */
+    const size_t *kv_len;  /* NULL: every item has n_kv keys. Else kv_len[b] <= n_kv keys for
+                              item b; keys past kv_len[b] are never read (padding of a batched
+                              KV cache). kv_len[b] == 0 gives zero rows */
+    qkv_dtype kv_dtype;    /* element type of K and V; F16 and BF16 are widened to float
+                              exactly and accumulated in float */
+} qkv_attention_desc;
+
+/* Positions are bottom-right aligned per item: with L = (kv_len ? kv_len[b] : n_kv), query
+   i sits at p = i + L - n_q and sees key j iff j < L, (QKV_CAUSAL) j <= p, and (window) the
+   window test. A query with no visible key gets a zero output row and lse = -inf. A key it
+   does not see has no influence at all on its outputs, whatever that key's K and V hold. */
+
+/* Enough workspace bytes for qkv_attention(d, ...) on any ISA with any tp of at most
+   n_threads threads (0 is taken as 1); 0 if d is invalid or the size overflows. O(tile) per
+   thread, independent of n_q and n_kv, plus (decode with few heads: the key range split
+   into chunks) one row of partial results per query row and chunk. */
+QKV_API size_t qkv_attention_workspace_size(const qkv_attention_desc *d, size_t n_threads);
+
+/* q: float, k and v: kv_dtype, o: float, laid out by the strides above.
+   lse: NULL, or B x H x n_q floats (index (b H + h) n_q + i): the natural log of the sum of
+   exp over the visible (scaled, capped) scores of that query: lets a caller merge partial
+   attentions computed over disjoint key ranges (split-KV, ring or context parallelism
+   across devices or machines): O = sum_r exp(lse_r - lse) O_r with lse = logsumexp_r lse_r.
+   ws: workspace of ws_size bytes (any alignment), or NULL (allocated once per call).
+   Results are bit-identical for every thread count. Errors (nothing written): QKV_ERR_ARG
+   for a NULL desc, q, k, v or o, a zero size, H not a multiple of n_kv_heads, unknown flag
+   bits, a bad scale or softcap, a kv_len[b] > n_kv, an unknown kv_dtype, a zero O stride
+   over more than one element, a bad tp; QKV_ERR_SIZE for a tensor whose byte span
+   overflows or ws_size too small; QKV_ERR_NOMEM only when ws is NULL.
+   Accuracy: the GEMM bound on scores and on P V (k = d_k, n_kv); softcap adds the error of
+   one tanh (<= 2 ULP); F16/BF16 inputs are exact in float; the scale multiplies q before
+   the dot products, so only a logit that itself overflows float overflows (+inf or NaN
+   scores make that query's row NaN; -inf scores weigh 0). */
+QKV_API qkv_status qkv_attention(const qkv_attention_desc *d,
+                                 const float *q, const void *k, const void *v, float *o, float *lse,
+                                 const qkv_threadpool *tp, void *ws, size_t ws_size);
 
 #ifdef __cplusplus
 }

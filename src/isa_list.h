@@ -8,7 +8,7 @@
  * an expression over dispatch.c's CPU helpers that is true when this CPU and OS run the ISA
  * (every helper exists on every architecture, false where it does not apply), and MR x NR
  * is the register tile of its GEMM microkernel (the unit checks it at compile time; code
- * that relies on tile sizes, as attention/sdpa.c does, checks them against every entry).
+ * that relies on tile sizes, as attention/core.c does, checks them against every entry).
  * Order: increasing preference; detection picks the last supported entry. The macros that
  * expand the list take (ID, name, ...) when they need only the first fields. */
 #ifndef QKV_ISA_LIST_H

@@ -22,7 +22,7 @@ typedef void (*qkv_softmax_fn)(const float *x, float *y, size_t n, float scale);
 
 /* ---- GEMM microkernel contract ---------------------------------------------------------
  * Written once here; its callers are gemm/driver.c (with gemm/pack.c) and the fused
- * attention kernel attention/sdpa.c; it is written once in kernels/gemm_f32.h and instantiated
+ * attention core attention/core.c; it is written once in kernels/gemm_f32.h and instantiated
  * with each ISA's tile by kernels/<isa>.c. In the style of BLIS KernelsHowTo.
  *
  * Register tile. Each ISA fixes MR x NR, the tile of C its microkernel keeps in registers,
@@ -82,7 +82,7 @@ typedef struct qkv_gemm_kernels {
  *   l[i] = a l[i] + sum_j s[j, i];  m[i] = mx;  o[i, :] *= a  (skipped when a == 1).
  * Preconditions: rows >= 1, cols and d_o multiples of the ISA's vector length, every
  * m[i] >= -FLT_MAX (so a fully masked column, all -inf, gives zeros and a = 1, never NaN).
- * attention/sdpa.c computes s and o around it with the GEMM kernels above, so it is their
+ * attention/core.c computes s and o around it with the GEMM kernels above, so it is their
  * second caller besides gemm/driver.c: full MR x NR tiles only, B micropanels packed by
  * itself to the layout above, A in place (rows of K; columns of s, rs_a = 1, cs_a = lds). */
 typedef void (*qkv_attn_update_fn)(size_t rows, size_t cols, float *s, size_t lds, float *m, float *l, float *o,

@@ -67,7 +67,7 @@ for line in run("-s", ar).splitlines():
 alloc = {"malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign"}
 # the objects allowed to allocate: the GEMM driver and the attention drivers (their
 # workspaces, one allocation per call when the caller gives none)
-DRIVERS = re.compile(r"(^|_)(driver|sdpa|mha|simple|threadpool)\.c\.o(bj)?$")
+DRIVERS = re.compile(r"(^|_)(driver|core|sdpa|mha|simple|threadpool)\.c\.o(bj)?$")
 POOL = re.compile(r"(^|_)threadpool\.c\.o(bj)?$")
 members = set(undefined)
 for line in run("-h", ar).splitlines():

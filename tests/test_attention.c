@@ -294,7 +294,7 @@ static void test_neg_flt_max(void)
     /* through MHA with a dirty caller workspace: E = h = 1, Wq = {-FLT_MAX}, the rest 1 */
     {
         const float wq = -FLT_MAX, one = 1.0f, x[3] = {1, 1, 1};
-        const qkv_mha m = {1, 1, &wq, &one, &one, &one, NULL, NULL, NULL, NULL, 0};
+        const qkv_mha m = {1, 1, &wq, &one, &one, &one, NULL, NULL, NULL, NULL, 0, 0};
         for (size_t n_q = 1; n_q <= 3; n_q += 2) {
             const size_t need = qkv_mha_workspace_size(&m, n_q, 3);
             unsigned char *ws = malloc(need);
@@ -404,7 +404,7 @@ static void test_nomem(void)
         z[i] = 42.0f;
     for (int i = 0; i < 36; i++)
         wts[i] = 42.0f;
-    const qkv_mha m = {4, 2, w, w, w, w, NULL, NULL, NULL, NULL, 0};
+    const qkv_mha m = {4, 2, w, w, w, w, NULL, NULL, NULL, NULL, 0, 0};
     g_fail_alloc = 1;
     const qkv_status s1 = qkv_sdpa(x, x, x, z, 6, 6, 4, 4, 0.0f, 0);
     const qkv_status s2 = qkv_sdpa(x, x, x, z, 2, 6, 4, 4, 0.0f, QKV_CAUSAL);
@@ -575,7 +575,7 @@ static void mha_make(mha_fixture *f, size_t E, size_t h, int torch, int bias)
         if (bias)
             fill(f->b[i], E, -0.2f, 0.2f);
     }
-    f->m = (qkv_mha){E, h, f->w[0], f->w[1], f->w[2], f->w[3], f->b[0], f->b[1], f->b[2], f->b[3], torch};
+    f->m = (qkv_mha){E, h, f->w[0], f->w[1], f->w[2], f->w[3], f->b[0], f->b[1], f->b[2], f->b[3], torch, 0};
 }
 
 static void mha_free(mha_fixture *f)

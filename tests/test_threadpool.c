@@ -213,7 +213,7 @@ static void test_bad_arguments(void)
         w[i / (E * E)][i % (E * E)] = rng_uniform(-0.3f, 0.3f);
     for (int i = 0; i < 2 * T * E; i++)
         x[i] = rng_uniform(-1, 1), out0[i] = out[i] = rng_uniform(-1, 1);
-    const qkv_mha m = {E, 4, w[0], w[1], w[2], w[3], NULL, NULL, NULL, NULL, 0};
+    const qkv_mha m = {E, 4, w[0], w[1], w[2], w[3], NULL, NULL, NULL, NULL, 0, 0};
     CHECK(qkv_mha_forward(&m, 2, x, T, NULL, 0, 0, out, NULL, 0, &no_run) == QKV_ERR_ARG, "mha tp->run NULL");
     CHECK(qkv_mha_forward(&m, 2, x, T, NULL, 0, 0, out, NULL, 0, &no_threads) == QKV_ERR_ARG, "mha n_threads 0");
     const size_t mneed = qkv_mha_workspace_size_mt(&m, 2, T, T, 3);
@@ -252,7 +252,7 @@ static void test_mha(void)
         xkv[i] = rng_uniform(-1, 1);
     float *ref = malloc(B * NQ * E * sizeof(float)), *out = malloc(B * NQ * E * sizeof(float));
     for (int torch = 0; torch < 2; torch++) {
-        const qkv_mha m = {E, H, w[0], w[1], w[2], w[3], bias[0], bias[1], bias[2], bias[3], torch};
+        const qkv_mha m = {E, H, w[0], w[1], w[2], w[3], bias[0], bias[1], bias[2], bias[3], torch, 0};
         for (int cross = 0; cross < 2; cross++) {
             const unsigned flags = cross ? 0 : QKV_CAUSAL;
             CHECK(qkv_mha_forward(&m, B, xq, NQ, cross ? xkv : NULL, NKV, flags, ref, NULL, 0, NULL) == QKV_OK,

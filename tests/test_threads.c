@@ -156,7 +156,7 @@ int main(void)
             m_w[w][i] = rng_uniform(-0.3f, 0.3f);
     for (int i = 0; i < MN * ME; i++)
         m_x[i] = rng_uniform(-1, 1);
-    g_mha = (qkv_mha){ME, 4, m_w[0], m_w[1], m_w[2], m_w[3], NULL, NULL, NULL, NULL, 0};
+    g_mha = (qkv_mha){ME, 4, m_w[0], m_w[1], m_w[2], m_w[3], NULL, NULL, NULL, NULL, 0, 0};
 
     /* 1: first use raced by NT threads that compute straight away */
     pthread_t t[NT];

@@ -1,38 +1,50 @@
-/* Internal to attention/: the fused sdpa kernel on strided operands, shared by qkv_sdpa,
- * qkv_attention_simple, qkv_self_attention and qkv_mha_forward. Baseline flags. */
+/* Internal to attention/: the attention core (core.c) that qkv_attention, qkv_sdpa,
+ * qkv_attention_simple, qkv_self_attention and qkv_mha_forward all run. Baseline flags. */
 #ifndef QKV_ATTENTION_H
 #define QKV_ATTENTION_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "arena.h"
 #include "kernels.h"
 
-/* One head: o = softmax(scale q k^T [+ causal mask]) v, row i of q at q + i * ldq, etc.
-   n_q, n_kv, d_k, d_v >= 1; ldq, ldk >= d_k; ldv, ldo >= d_v; scale finite and > 0.
-   o may be the same view as q (o == q, ldo == ldq, d_v == d_k): the kernel reads a row of
-   q only before it writes that row of o (mha.c writes heads in place over Q). */
-typedef struct qkv_sdpa_view {
-    const float *q, *k, *v;
-    float *o;
-    size_t n_q, n_kv, d_k, d_v;
-    size_t ldq, ldk, ldv, ldo;
-    float scale;
-    unsigned flags;
-} qkv_sdpa_view;
+/* QKV_OK if d is a descriptor qkv_attention accepts (every check of include/qkv.h but the
+   pointers, tp and ws), else its status */
+qkv_status qkv_attention_check(const qkv_attention_desc *d);
 
-/* Bytes of workspace qkv_sdpa_run needs for heads of d_k x d_v, at any alignment:
-   independent of n_q, n_kv and of the ISA. 0 if the size overflows size_t. */
-size_t qkv_sdpa_workspace_size(size_t d_k, size_t d_v);
+/* qkv_attention with the kernels of t on a checked d (qkv_attention_check == QKV_OK) and
+   valid pointers and tp. o may alias q (same view, d_v == d_k): every row of q is read
+   before the row of o at the same place is written (mha.c writes the heads over Q).
+   ws: NULL (allocated here: QKV_ERR_NOMEM) or ws_size bytes of any alignment, at least
+   qkv_attention_workspace_size(d, tp's n_threads) (QKV_ERR_SIZE below what the call needs).
+   Nothing is written before the workspace is settled. */
+qkv_status qkv_attention_run(const qkv_kernels *t, const qkv_attention_desc *d, const float *q, const void *k,
+                             const void *v, float *o, float *lse, const qkv_threadpool *tp, void *ws, size_t ws_size);
 
-/* Runs the kernel with the kernels of t; ws holds qkv_sdpa_workspace_size(d_k, d_v) bytes.
-   Cannot fail. */
-void qkv_sdpa_run(const qkv_kernels *t, const qkv_sdpa_view *a, void *ws);
-
-/* qkv_sdpa_run on a workspace allocated and freed here: QKV_ERR_SIZE / QKV_ERR_NOMEM before
-   anything is written, else QKV_OK. */
-qkv_status qkv_sdpa_alloc_run(const qkv_kernels *t, const qkv_sdpa_view *a);
+/* The descriptor of one head: q n_q x d_k, k n_kv x d_k, v n_kv x d_v, o n_q x d_v, rows at
+   the given leading dimensions; scale <= 0: 1/sqrt(d_k) */
+static inline qkv_attention_desc qkv_attention_one_head(size_t n_q, size_t n_kv, size_t d_k, size_t d_v, size_t ldq,
+                                                        size_t ldk, size_t ldv, size_t ldo, float scale,
+                                                        unsigned flags)
+{
+    qkv_attention_desc d;
+    memset(&d, 0, sizeof d);
+    d.batch = d.n_heads = 1;
+    d.n_q = n_q;
+    d.n_kv = n_kv;
+    d.d_k = d_k;
+    d.d_v = d_v;
+    d.q_stride[2] = ldq;
+    d.k_stride[2] = ldk;
+    d.v_stride[2] = ldv;
+    d.o_stride[2] = ldo;
+    d.scale = scale;
+    d.flags = flags;
+    d.kv_dtype = QKV_F32;
+    return d;
+}
 
 /* 1 if a contiguous rows x cols float matrix spans at most PTRDIFF_MAX bytes (the bound
    of qkv_gemm) */

@@ -1,29 +1,29 @@
 /* Projection-based attention drivers: qkv_self_attention and multi-head attention.
  *
- * qkv_self_attention   Q = X Wq, K = X Wk, V = X Wv by qkv_gemm, then the fused sdpa
- *                      kernel (attention/sdpa.c) with scale 1/sqrt(d_out).
- *                      Workspace: 3 n d_out floats + the sdpa tile workspace + GEMM
- *                      packing, one allocation before z is written.
+ * qkv_self_attention   Q = X Wq, K = X Wk, V = X Wv by the GEMM, then the attention core
+ *                      (attention/core.c) with scale 1/sqrt(d_out). One allocation (Q, K,
+ *                      V, the core's and the GEMM's workspace) before z is written.
  * qkv_mha_forward      per batch item (one GEMM per projection over all its tokens):
  *                        Q = x_q Wq + bq,  K = x_kv Wk + bk,  V = x_kv Wv + bv
- *                      then per head h the sdpa kernel on the column slice
- *                      [h E/h, (h+1) E/h) of Q, K, V (leading dimension E, no copies),
- *                      its output written in place over the same slice of Q, which thus
- *                      becomes the concatenation of heads (the kernel reads a row of q
- *                      before it writes that row of o); finally out = concat Wo + bo.
- *                      torch_layout 1 multiplies by W^T through qkv_gemm's QKV_TRANS.
- *                      Biases are added after each GEMM (beta = 0).
- *                      The projections run on the caller's pool (qkv_gemm_ex's items);
- *                      the heads on the calling thread for now.
+ *                      (K and V have n_kv_heads heads: GQA/MQA), then one call of the
+ *                      attention core over every head: head h reads columns
+ *                      [h E/h, (h+1) E/h) of Q and those of KV head h / (h / n_kv_heads)
+ *                      of K and V (strides, no copies), and writes its output over its own
+ *                      columns of Q, which thus becomes the concatenation of heads (the core
+ *                      reads every row of q before it writes that row of o); finally
+ *                      out = concat Wo + bo. torch_layout 1 multiplies by W^T (QKV_TRANS).
+ *                      Biases are added after each GEMM (beta = 0). The projections and
+ *                      the heads run on the caller's pool; results are bit-identical for
+ *                      every thread count.
  *                      Workspace (qkv_mha_workspace_size_mt, exact, reused by every batch
- *                      item; one arena, arena.h): Q n_q E, K and V n_kv E floats each, the
- *                      sdpa tile workspace for heads of E/h, the GEMM workspace of the
- *                      largest projection (the bound over every ISA of the build and the
- *                      pool's thread count), each region 64-byte aligned, plus 64 bytes so
- *                      that any caller pointer can be aligned. Independent of the selected
- *                      ISA and of batch. With it the call allocates nothing and cannot fail
- *                      once the arguments are checked.
- * Accuracy: qkv_gemm's bound per projection, then qkv_sdpa's. */
+ *                      item; one arena, arena.h): Q n_q E, K and V n_kv E_kv floats each,
+ *                      the core's workspace for the pool's thread count, the GEMM workspace
+ *                      of the largest projection (the bound over every ISA of the build),
+ *                      each region 64-byte aligned, plus 64 bytes so that any caller
+ *                      pointer can be aligned. Independent of the selected ISA and of
+ *                      batch. With it the call allocates nothing and cannot fail once the
+ *                      arguments are checked.
+ * Accuracy: the GEMM bound per projection, then the core's. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -31,25 +31,25 @@
 #include "threadpool.h"
 
 /* The workspace of qkv_self_attention and qkv_mha_forward, in arena order (arena.h):
-   Q (n_q x dq), K and V (n_kv x dkv each) of one batch item, the sdpa tile workspace for
-   heads of d_head, and the GEMM workspace of the largest projection (gemm_bytes, the bound
+   Q (n_q x dq), K and V (n_kv x dkv each) of one batch item, the core's workspace
+   (core_bytes) and the GEMM workspace of the largest projection (gemm_bytes, the bound
    over every ISA of the build and the pool's thread count). */
 typedef struct proj_ws {
-    float *q, *k, *v, *tile, *gemm;
-    size_t gemm_bytes;
+    float *q, *k, *v, *core, *gemm;
+    size_t core_bytes, gemm_bytes;
 } proj_ws;
 
-static void layout(qkv_arena *ar, size_t n_q, size_t n_kv, size_t dq, size_t dkv, size_t d_head, size_t gemm_bytes,
-                   proj_ws *w)
+static void layout(qkv_arena *ar, size_t n_q, size_t n_kv, size_t dq, size_t dkv, size_t core_bytes,
+                   size_t gemm_bytes, proj_ws *w)
 {
-    const size_t tile_bytes = qkv_sdpa_workspace_size(d_head, d_head);
     w->q = qkv_arena_array(ar, n_q, dq);
     w->k = qkv_arena_array(ar, n_kv, dkv);
     w->v = qkv_arena_array(ar, n_kv, dkv);
-    w->tile = qkv_arena_floats(ar, tile_bytes / sizeof(float));
+    w->core = qkv_arena_floats(ar, core_bytes / sizeof(float));
     w->gemm = qkv_arena_floats(ar, gemm_bytes / sizeof(float));
+    w->core_bytes = core_bytes;
     w->gemm_bytes = gemm_bytes;
-    if (tile_bytes == 0 || gemm_bytes == 0)
+    if (core_bytes == 0 || gemm_bytes == 0)
         ar->overflow = 1;
 }
 
@@ -81,9 +81,13 @@ qkv_status qkv_self_attention(const float *x, size_t n, size_t d_in, const float
         return QKV_ERR_ARG;
     if (!qkv_floats_ok(n, d_in) || !qkv_floats_ok(d_in, d_out) || !qkv_floats_ok(n, d_out))
         return QKV_ERR_SIZE;
+    const qkv_attention_desc a = qkv_attention_one_head(n, n, d_out, d_out, d_out, d_out, d_out, d_out,
+                                                        (float)(1.0 / sqrt((double)d_out)), flags);
+    if (qkv_attention_check(&a) != QKV_OK)
+        return QKV_ERR_SIZE;
     qkv_arena ar = qkv_arena_sizer();
     proj_ws w;
-    layout(&ar, n, n, d_out, d_out, d_out, proj_bytes(n, d_in, d_out, 0, 1), &w);
+    layout(&ar, n, n, d_out, d_out, qkv_attention_workspace_size(&a, 1), proj_bytes(n, d_in, d_out, 0, 1), &w);
     const size_t bytes = qkv_arena_bytes(&ar);
     if (bytes == 0)
         return QKV_ERR_SIZE;
@@ -91,14 +95,12 @@ qkv_status qkv_self_attention(const float *x, size_t n, size_t d_in, const float
     if (block == NULL)
         return QKV_ERR_NOMEM;
     ar = qkv_arena_on(block);
-    layout(&ar, n, n, d_out, d_out, d_out, w.gemm_bytes, &w);
+    layout(&ar, n, n, d_out, d_out, w.core_bytes, w.gemm_bytes, &w);
     const qkv_kernels *t = qkv_kernels_active(); /* once: the whole call runs on one ISA */
     project(t, NULL, x, n, d_in, wq, NULL, d_out, 0, w.q, &w);
     project(t, NULL, x, n, d_in, wk, NULL, d_out, 0, w.k, &w);
     project(t, NULL, x, n, d_in, wv, NULL, d_out, 0, w.v, &w);
-    const qkv_sdpa_view a = {w.q, w.k, w.v, z, n, n, d_out, d_out, d_out, d_out, d_out, d_out,
-                             (float)(1.0 / sqrt((double)d_out)), flags};
-    qkv_sdpa_run(t, &a, w.tile);
+    qkv_attention_run(t, &a, w.q, w.k, w.v, z, NULL, NULL, w.core, w.core_bytes); /* cannot fail now */
     free(block);
     return QKV_OK;
 }
@@ -107,7 +109,28 @@ qkv_status qkv_self_attention(const float *x, size_t n, size_t d_in, const float
 static int mha_valid(const qkv_mha *m)
 {
     return m && m->wq && m->wk && m->wv && m->wo && (m->torch_layout == 0 || m->torch_layout == 1) && m->d_model &&
-           m->n_heads && m->d_model % m->n_heads == 0;
+           m->n_heads && m->d_model % m->n_heads == 0 &&
+           (m->n_kv_heads == 0 || (m->n_kv_heads <= m->n_heads && m->n_heads % m->n_kv_heads == 0));
+}
+
+/* columns of K and V: n_kv_heads heads of E/h */
+static size_t kv_width(const qkv_mha *m)
+{
+    return (m->n_kv_heads ? m->n_kv_heads : m->n_heads) * (m->d_model / m->n_heads);
+}
+
+/* the core's view of one batch item: every head over the column slices of Q, K, V (rows
+   of E and E_kv floats), the output over Q */
+static qkv_attention_desc heads_desc(const qkv_mha *m, size_t n_q, size_t n_kv, unsigned flags)
+{
+    const size_t E = m->d_model, dh = E / m->n_heads, ekv = kv_width(m);
+    qkv_attention_desc d = qkv_attention_one_head(n_q, n_kv, dh, dh, E, ekv, ekv, E, (float)(1.0 / sqrt((double)dh)),
+                                                  flags);
+    d.n_heads = m->n_heads;
+    d.n_kv_heads = m->n_kv_heads;
+    d.q_stride[1] = d.o_stride[1] = dh;
+    d.k_stride[1] = d.v_stride[1] = dh;
+    return d;
 }
 
 /* the layout of qkv_mha_forward on n_threads; 0 if m is invalid, a size is zero or
@@ -116,12 +139,14 @@ static int mha_layout(qkv_arena *ar, const qkv_mha *m, size_t n_q, size_t n_kv, 
 {
     if (!mha_valid(m) || !n_q || !n_kv)
         return 0;
-    const size_t E = m->d_model;
+    const size_t E = m->d_model, ekv = kv_width(m);
     if (!qkv_floats_ok(n_q, E) || !qkv_floats_ok(n_kv, E) || !qkv_floats_ok(E, E))
         return 0;
+    const qkv_attention_desc d = heads_desc(m, n_q, n_kv, 0);
     const int torch = m->torch_layout != 0;
-    const size_t gq = proj_bytes(n_q, E, E, torch, n_threads), gkv = proj_bytes(n_kv, E, E, torch, n_threads);
-    layout(ar, n_q, n_kv, E, E, E / m->n_heads, gq == 0 || gkv == 0 ? 0 : qkv_max(gq, gkv), w);
+    const size_t gq = proj_bytes(n_q, E, E, torch, n_threads), gkv = proj_bytes(n_kv, E, ekv, torch, n_threads);
+    layout(ar, n_q, n_kv, E, ekv, qkv_attention_workspace_size(&d, n_threads),
+           gq == 0 || gkv == 0 ? 0 : qkv_max(gq, gkv), w);
     return !ar->overflow;
 }
 
@@ -146,10 +171,10 @@ qkv_status qkv_mha_forward(const qkv_mha *m, size_t batch, const float *x_q, siz
         return QKV_ERR_ARG;
     if (!x_kv)
         n_kv = n_q; /* self-attention: the n_kv argument is ignored */
-    const size_t E = m->d_model, dh = E / m->n_heads;
+    const size_t E = m->d_model, ekv = kv_width(m), n_threads = tp ? tp->n_threads : 1;
     qkv_arena ar = qkv_arena_sizer();
     proj_ws w;
-    if (!mha_layout(&ar, m, n_q, n_kv, tp ? tp->n_threads : 1, &w) || !qkv_floats_ok(batch, n_q * E) ||
+    if (!mha_layout(&ar, m, n_q, n_kv, n_threads, &w) || !qkv_floats_ok(batch, n_q * E) ||
         !qkv_floats_ok(batch, n_kv * E))
         return QKV_ERR_SIZE;
     const size_t need = qkv_arena_bytes(&ar);
@@ -162,19 +187,16 @@ qkv_status qkv_mha_forward(const qkv_mha *m, size_t batch, const float *x_q, siz
             return QKV_ERR_NOMEM;
     }
     ar = qkv_arena_on(ws);
-    mha_layout(&ar, m, n_q, n_kv, tp ? tp->n_threads : 1, &w);
+    mha_layout(&ar, m, n_q, n_kv, n_threads, &w);
     const qkv_kernels *t = qkv_kernels_active(); /* once: the whole call runs on one ISA */
-    const float scale = (float)(1.0 / sqrt((double)dh));
+    const qkv_attention_desc d = heads_desc(m, n_q, n_kv, flags);
     for (size_t b = 0; b < batch; b++) {
         const float *xq = x_q + b * n_q * E, *xkv = x_kv ? x_kv + b * n_kv * E : xq;
         project(t, tp, xq, n_q, E, m->wq, m->bq, E, m->torch_layout, w.q, &w);
-        project(t, tp, xkv, n_kv, E, m->wk, m->bk, E, m->torch_layout, w.k, &w);
-        project(t, tp, xkv, n_kv, E, m->wv, m->bv, E, m->torch_layout, w.v, &w);
-        for (size_t h = 0; h < m->n_heads; h++) {
-            const size_t c = h * dh;
-            const qkv_sdpa_view a = {w.q + c, w.k + c, w.v + c, w.q + c, n_q, n_kv, dh, dh, E, E, E, E, scale, flags};
-            qkv_sdpa_run(t, &a, w.tile); /* head h over its own slice of Q: the concatenation */
-        }
+        project(t, tp, xkv, n_kv, E, m->wk, m->bk, ekv, m->torch_layout, w.k, &w);
+        project(t, tp, xkv, n_kv, E, m->wv, m->bv, ekv, m->torch_layout, w.v, &w);
+        /* every head, written over its own columns of Q: the concatenation */
+        qkv_attention_run(t, &d, w.q, w.k, w.v, w.q, NULL, tp, w.core, w.core_bytes);
         project(t, tp, w.q, n_q, E, m->wo, m->bo, E, m->torch_layout, out + b * n_q * E, &w);
     }
     free(owned);

@@ -1,4 +1,4 @@
-/* One online-softmax step of the fused attention (attention/sdpa.c), instantiated once per
+/* One online-softmax step of the fused attention (attention/core.c), instantiated once per
  * ISA by kernels/<isa>.c (through kernels/instantiate.h). Contract: kernels.h, attn_update.
  *
  * The score tile is S^T: rows are keys j, columns are queries i, so the per-query running
