@@ -37,6 +37,10 @@
 
 namespace qkv_bench {
 
+/* The scalar ISA is benchmarked only where one call stays well under a second: calls of
+   at most this many FLOPs. */
+constexpr double kScalarMaxFlops = 3e8;
+
 /* ISAs that this CPU and this libqkv build support (qkv_isa_select accepts them),
    scalar first. Leaves the active ISA unchanged. */
 std::vector<qkv_isa> host_isas();
