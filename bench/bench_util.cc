@@ -1,5 +1,5 @@
 /* Shared benchmark helpers (see bench_util.h). The ISAs are those of src/isa_list.h (its
- * QKV_ISA_COUNT and qkv_isa_name()); nothing here is sized by a count of its own.
+ * QKV_ISA_LIST, QKV_ISA_COUNT); nothing here is sized by a count of its own.
  * Compiled with baseline flags: the AVX2 and
  * AVX-512 peak loops carry target attributes and run only after qkv_isa_select() has
  * accepted their ISA, so no wide instruction executes on a CPU without it. */
@@ -154,14 +154,19 @@ double measure_peak(qkv_isa isa)
     return runs[kRuns / 2];
 }
 
+/* every ISA of src/isa_list.h, in its order (increasing preference, scalar first) */
+#define QKV_BENCH_LISTED(ID, ...) QKV_ISA_##ID,
+constexpr qkv_isa kListedIsas[] = {QKV_ISA_LIST(QKV_BENCH_LISTED)};
+#undef QKV_BENCH_LISTED
+
 } // namespace
 
 std::vector<qkv_isa> host_isas()
 {
     std::vector<qkv_isa> isas;
-    for (int i = 0; i < QKV_ISA_COUNT; i++) /* src/isa_list.h's order: scalar first */
-        if (isa_available((qkv_isa)i))
-            isas.push_back((qkv_isa)i);
+    for (qkv_isa isa : kListedIsas)
+        if (isa_available(isa))
+            isas.push_back(isa);
     return isas;
 }
 
@@ -186,8 +191,9 @@ double fma_peak(qkv_isa isa)
     /* a function-local static: measured once, thread-safely, for all ISAs together */
     static const std::array<double, QKV_ISA_COUNT> peaks = [] {
         std::array<double, QKV_ISA_COUNT> p{};
-        for (int i = 0; i < QKV_ISA_COUNT; i++)
-            p[i] = measure_peak((qkv_isa)i);
+        for (qkv_isa isa : kListedIsas)
+            if ((unsigned)isa < p.size())
+                p[isa] = measure_peak(isa);
         return p;
     }();
     return (unsigned)isa < peaks.size() ? peaks[isa] : 0.0;
@@ -247,10 +253,12 @@ int main(int argc, char **argv, void (*register_all)())
     /* every ISA libqkv knows (src/isa_list.h), built or not: the scripts tell libqkv's
        rows from peers' by these names */
     std::string isa_names;
-    for (int i = 0; i < QKV_ISA_COUNT; i++)
-        isa_names += (i ? "," : "") + std::string(qkv_isa_name((qkv_isa)i));
+    for (qkv_isa isa : kListedIsas)
+        isa_names += (isa_names.empty() ? "" : ",") + std::string(qkv_isa_name(isa));
     benchmark::AddCustomContext("libqkv_isas", isa_names);
     for (qkv_isa isa : host_isas()) {
+        if (fma_peak(isa) <= 0.0)
+            continue; /* no peak loop for this ISA: no fma_peak_gflops_<isa>, no peak_frac */
         char gflops[32];
         std::snprintf(gflops, sizeof gflops, "%.2f", fma_peak(isa) * 1e-9);
         benchmark::AddCustomContext(std::string("fma_peak_gflops_") + qkv_isa_name(isa), gflops);

@@ -91,14 +91,16 @@ def parse(name, entry):
 
 def fma_peaks(ctx):
     """isa -> the run's in-process FMA peak in GFLOP/s, from its fma_peak_gflops_<isa>
-    context entries (malformed values are left out)."""
+    context entries (malformed and non-positive values are left out: no peak)."""
     peaks = {}
     for key, value in (ctx or {}).items():
         if key.startswith(PEAK_PREFIX) and len(key) > len(PEAK_PREFIX):
             try:
-                peaks[key[len(PEAK_PREFIX):]] = float(value)
+                peak = float(value)
             except (TypeError, ValueError):
-                pass
+                continue
+            if peak > 0.0:
+                peaks[key[len(PEAK_PREFIX):]] = peak
     return peaks
 
 
