@@ -14,8 +14,8 @@
  * Buffers are 64-byte aligned and reused by every iteration, so small n runs from L1 and
  * 4Mi (16 MiB per array) from DRAM.
  *
- * Built with baseline flags: SLEEF peers that use AVX2/AVX-512 live in functions with
- * target attributes and are registered only when qkv_isa_select() accepts that ISA. */
+ * Built with baseline flags: the SLEEF peers (sleef_peers.h) live in functions with target
+ * attributes and are registered only when qkv_isa_select() accepts that ISA. */
 #include "bench_util.h"
 
 #include <algorithm>
@@ -26,11 +26,7 @@
 #include <vector>
 
 #ifdef QKV_BENCH_HAVE_SLEEF
-#include <immintrin.h>
-#include <sleef.h>
-/* sleef.h declares these only when the file itself is compiled with -mavx / -mavx512f */
-extern "C" __m256 Sleef_expf8_u10avx2(__m256);
-extern "C" __m512 Sleef_expf16_u10avx512f(__m512);
+#include "sleef_peers.h"
 #endif
 #ifdef QKV_BENCH_HAVE_OPENBLAS
 #include <cblas.h>
@@ -123,61 +119,6 @@ float openblas_dot(const float *a, const float *b, std::size_t n)
 }
 #endif
 
-#ifdef QKV_BENCH_HAVE_SLEEF
-/* SLEEF peers for one x86 vector width W (intrinsic prefix P: _mm256 or _mm512) and its
-   SLEEF exp EXP: an exp loop with a scalar tail, and the three-pass softmax a user would
-   write on SLEEF (max pass, exp-store-sum pass, scale pass). */
-#define QKV_SLEEF_PEERS(SUFFIX, TARGET, V, W, P, EXP)                                              \
-    __attribute__((target(TARGET))) void sleef_exp_##SUFFIX(const float *x, float *y, std::size_t n) \
-    {                                                                                              \
-        std::size_t i = 0;                                                                         \
-        for (; i + (W) <= n; i += (W))                                                             \
-            P##_storeu_ps(y + i, EXP(P##_loadu_ps(x + i)));                                        \
-        for (; i < n; i++)                                                                         \
-            y[i] = Sleef_expf_u10(x[i]);                                                           \
-    }                                                                                              \
-    __attribute__((target(TARGET))) void sleef_softmax_##SUFFIX(const float *x, float *y,         \
-                                                               std::size_t n, float s)            \
-    {                                                                                              \
-        alignas(64) float lane[W];                                                                 \
-        V vmax = P##_set1_ps(-INFINITY);                                                           \
-        std::size_t i = 0;                                                                         \
-        for (; i + (W) <= n; i += (W))                                                             \
-            vmax = P##_max_ps(vmax, P##_loadu_ps(x + i));                                          \
-        P##_store_ps(lane, vmax);                                                                  \
-        float m = *std::max_element(lane, lane + (W));                                             \
-        for (; i < n; i++)                                                                         \
-            m = std::max(m, x[i]);                                                                 \
-        const V vm = P##_set1_ps(m), vs = P##_set1_ps(s);                                          \
-        V vsum = P##_setzero_ps();                                                                 \
-        for (i = 0; i + (W) <= n; i += (W)) {                                                      \
-            const V e = EXP(P##_mul_ps(vs, P##_sub_ps(P##_loadu_ps(x + i), vm)));                  \
-            P##_storeu_ps(y + i, e);                                                               \
-            vsum = P##_add_ps(vsum, e);                                                            \
-        }                                                                                          \
-        P##_store_ps(lane, vsum);                                                                  \
-        double sum = 0.0;                                                                          \
-        for (float l : lane)                                                                       \
-            sum += l;                                                                              \
-        for (; i < n; i++) {                                                                       \
-            y[i] = Sleef_expf_u10(s * (x[i] - m));                                                 \
-            sum += y[i];                                                                           \
-        }                                                                                          \
-        const float inv = static_cast<float>(1.0 / sum);                                           \
-        const V vinv = P##_set1_ps(inv);                                                           \
-        for (i = 0; i + (W) <= n; i += (W))                                                        \
-            P##_storeu_ps(y + i, P##_mul_ps(P##_loadu_ps(y + i), vinv));                           \
-        for (; i < n; i++)                                                                         \
-            y[i] *= inv;                                                                           \
-    }
-
-QKV_SLEEF_PEERS(avx2, "avx2,fma", __m256, 8, _mm256, Sleef_expf8_u10avx2)
-/* GCC 12 flags _mm512_undefined_ps() inside _mm512_max_ps (GCC bug 105593, fixed in 13) */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-QKV_SLEEF_PEERS(avx512, "avx512f", __m512, 16, _mm512, Sleef_expf16_u10avx512f)
-#pragma GCC diagnostic pop
-#endif
 
 /* Registers kernel/impl/N for every size, sizes outermost so that the console shows the
    implementations of one size next to each other. */
@@ -211,12 +152,12 @@ void register_all()
 #endif
 #ifdef QKV_BENCH_HAVE_SLEEF
     if (qkv_bench::isa_available(QKV_ISA_AVX2)) {
-        exp.push_back({"sleef-avx2", QKV_ISA_AVX2, false, sleef_exp_avx2});
-        softmax.push_back({"sleef3pass-avx2", QKV_ISA_AVX2, false, sleef_softmax_avx2});
+        exp.push_back({"sleef-avx2", QKV_ISA_AVX2, false, qkv_bench::sleef_exp_avx2});
+        softmax.push_back({"sleef3pass-avx2", QKV_ISA_AVX2, false, qkv_bench::sleef_softmax_avx2});
     }
     if (qkv_bench::isa_available(QKV_ISA_AVX512)) {
-        exp.push_back({"sleef-avx512", QKV_ISA_AVX512, false, sleef_exp_avx512});
-        softmax.push_back({"sleef3pass-avx512", QKV_ISA_AVX512, false, sleef_softmax_avx512});
+        exp.push_back({"sleef-avx512", QKV_ISA_AVX512, false, qkv_bench::sleef_exp_avx512});
+        softmax.push_back({"sleef3pass-avx512", QKV_ISA_AVX512, false, qkv_bench::sleef_softmax_avx512});
     }
 #endif
     register_kernel("dot", bm_dot, dot);

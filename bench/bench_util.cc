@@ -1,4 +1,6 @@
-/* Shared benchmark helpers (see bench_util.h). Compiled with baseline flags: the AVX2 and
+/* Shared benchmark helpers (see bench_util.h). The ISAs are those of src/isa_list.h (its
+ * QKV_ISA_LIST, QKV_ISA_COUNT); nothing here is sized by a count of its own.
+ * Compiled with baseline flags: the AVX2 and
  * AVX-512 peak loops carry target attributes and run only after qkv_isa_select() has
  * accepted their ISA, so no wide instruction executes on a CPU without it. */
 #include "bench_util.h"
@@ -11,6 +13,8 @@
 #include <random>
 #include <string>
 #include <time.h>
+
+#include "isa_list.h" /* src/: the one list of ISAs, QKV_ISA_COUNT */
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -111,19 +115,29 @@ double chains_neon()
 }
 #endif
 
-double (*chains_for(qkv_isa isa))()
-{
-    switch (isa) {
-    case QKV_ISA_SCALAR: return chains_scalar;
+/* The peak loop of an ISA by its name; an ISA of the list without one (not written yet, or
+   not for this architecture) has no peak: its rows get no peak_frac. */
+struct Chains {
+    const char *isa;
+    double (*fn)();
+};
+constexpr Chains kChainsByIsa[] = {
+    {"scalar", chains_scalar},
 #ifdef QKV_BENCH_X86
-    case QKV_ISA_AVX2: return chains_avx2;
-    case QKV_ISA_AVX512: return chains_avx512;
+    {"avx2", chains_avx2},
+    {"avx512", chains_avx512},
 #endif
 #ifdef __aarch64__
-    case QKV_ISA_NEON: return chains_neon;
+    {"neon", chains_neon},
 #endif
-    default: return nullptr;
-    }
+};
+
+double (*chains_for(qkv_isa isa))()
+{
+    for (const Chains &c : kChainsByIsa)
+        if (std::strcmp(c.isa, qkv_isa_name(isa)) == 0)
+            return c.fn;
+    return nullptr;
 }
 
 /* The first run warms up caches and clocks (and the AVX frequency licence); median of the rest. */
@@ -140,14 +154,17 @@ double measure_peak(qkv_isa isa)
     return runs[kRuns / 2];
 }
 
-constexpr qkv_isa kAllIsas[] = {QKV_ISA_SCALAR, QKV_ISA_AVX2, QKV_ISA_AVX512, QKV_ISA_NEON};
+/* every ISA of src/isa_list.h, in its order (increasing preference, scalar first) */
+#define QKV_BENCH_LISTED(ID, ...) QKV_ISA_##ID,
+constexpr qkv_isa kListedIsas[] = {QKV_ISA_LIST(QKV_BENCH_LISTED)};
+#undef QKV_BENCH_LISTED
 
 } // namespace
 
 std::vector<qkv_isa> host_isas()
 {
     std::vector<qkv_isa> isas;
-    for (qkv_isa isa : kAllIsas)
+    for (qkv_isa isa : kListedIsas)
         if (isa_available(isa))
             isas.push_back(isa);
     return isas;
@@ -172,10 +189,11 @@ bool select_isa(benchmark::State &st, qkv_isa isa)
 double fma_peak(qkv_isa isa)
 {
     /* a function-local static: measured once, thread-safely, for all ISAs together */
-    static const std::array<double, 4> peaks = [] {
-        std::array<double, 4> p{};
-        for (qkv_isa i : kAllIsas)
-            p[i] = measure_peak(i);
+    static const std::array<double, QKV_ISA_COUNT> peaks = [] {
+        std::array<double, QKV_ISA_COUNT> p{};
+        for (qkv_isa isa : kListedIsas)
+            if ((unsigned)isa < p.size())
+                p[isa] = measure_peak(isa);
         return p;
     }();
     return (unsigned)isa < peaks.size() ? peaks[isa] : 0.0;
@@ -232,7 +250,15 @@ int main(int argc, char **argv, void (*register_all)())
         return 1;
     benchmark::AddCustomContext("libqkv_version", qkv_version());
     benchmark::AddCustomContext("libqkv_isa_detected", qkv_isa_name(qkv_isa_detected()));
+    /* every ISA libqkv knows (src/isa_list.h), built or not: the scripts tell libqkv's
+       rows from peers' by these names */
+    std::string isa_names;
+    for (qkv_isa isa : kListedIsas)
+        isa_names += (isa_names.empty() ? "" : ",") + std::string(qkv_isa_name(isa));
+    benchmark::AddCustomContext("libqkv_isas", isa_names);
     for (qkv_isa isa : host_isas()) {
+        if (fma_peak(isa) <= 0.0)
+            continue; /* no peak loop for this ISA: no fma_peak_gflops_<isa>, no peak_frac */
         char gflops[32];
         std::snprintf(gflops, sizeof gflops, "%.2f", fma_peak(isa) * 1e-9);
         benchmark::AddCustomContext(std::string("fma_peak_gflops_") + qkv_isa_name(isa), gflops);

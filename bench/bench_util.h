@@ -37,6 +37,10 @@
 
 namespace qkv_bench {
 
+/* The scalar ISA is benchmarked only where one call stays well under a second: calls of
+   at most this many FLOPs. */
+constexpr double kScalarMaxFlops = 3e8;
+
 /* ISAs that this CPU and this libqkv build support (qkv_isa_select accepts them),
    scalar first. Leaves the active ISA unchanged. */
 std::vector<qkv_isa> host_isas();
@@ -50,8 +54,10 @@ bool select_isa(benchmark::State &st, qkv_isa isa);
 
 /* Single-core FMA peak of isa in FLOP/s (an FMA counts 2): independent multiply-add
    chains in registers, median of several runs, measured once on first use (thread-safe).
-   0 if isa is not available. The scalar peak is that of baseline-compiled float code
-   (mulss + addss on x86-64, which has no FMA in its baseline). */
+   0 if isa is not available or bench_util.cc has no peak loop for it (then its rows get
+   no peak_frac and the JSON no fma_peak_gflops_<isa>). The scalar peak is that of
+   baseline-compiled float code (mulss + addss on x86-64, which has no FMA in its
+   baseline). */
 double fma_peak(qkv_isa isa);
 
 /* Counters "FLOP/s" (rate) and "peak_frac" for flops_per_iter operations per iteration,

@@ -23,7 +23,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench_summary import TO_NS, fmt_time, is_libqkv_name  # noqa: E402
+from bench_summary import TO_NS, fmt_time, is_libqkv_name, libqkv_isas  # noqa: E402
 
 
 def gbench_report():
@@ -68,6 +68,7 @@ def main(argv=None):
     if not a["benchmarks"] or not b["benchmarks"]:
         print("bench_ab: no benchmark results on one side (does the filter match anything?)", file=sys.stderr)
         return 2
+    isas = libqkv_isas(a["context"], b["context"])
     report = gbench_report()
     diff = report.get_difference_report(a, b, utest=True)
 
@@ -84,7 +85,7 @@ def main(argv=None):
         ta, tb = statistics.median(samples["a"][name]), statistics.median(samples["b"][name])
         change = tb / ta - 1.0
         p = d["utest"].get("cpu_pvalue") if d["utest"] else None
-        ours = is_libqkv_name(name)
+        ours = is_libqkv_name(name, isas)
         significant = p is not None and p < args.alpha
         if not ours:
             mark = "peer"
@@ -105,7 +106,7 @@ def main(argv=None):
     only = sorted(set(samples["a"]) ^ set(samples["b"]))
     if only:
         print(f"in one revision only ({len(only)}): {', '.join(only)}")
-    ours = sum(is_libqkv_name(r[0]) for r in rows)
+    ours = sum(is_libqkv_name(r[0], isas) for r in rows)
     rule = f"slower by more than {args.threshold:.0%} with p < {args.alpha:g} (Mann-Whitney U over repetitions)"
     if regressed:
         print(f"bench_ab: FAIL: {len(regressed)} of {ours} libqkv benchmarks {rule}: " +

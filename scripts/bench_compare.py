@@ -10,10 +10,11 @@ when both runs carry an in-process FMA peak, fma_peak_gflops_<isa> in the contex
 time is multiplied by that run's peak: time x machine speed is what a slower or faster
 machine does not change, so a uniformly slower machine is not a regression, while one
 kernel falling behind the others is. The peak used is that of the best ISA present in
-both runs (the same one for every benchmark).
+both runs, the one with the highest peak (the same one for every benchmark).
 
 A benchmark regressed when new > base x (1 + threshold). Only libqkv's own rows can regress
-(bench_summary.is_libqkv: qkv-<isa> or a bare ISA name); peers (OpenBLAS, BLIS, oneDNN,
+(bench_summary.is_libqkv: qkv-<isa> or a bare ISA name, the names the runs' contexts list
+in libqkv_isas and fma_peak_gflops_<isa>); peers (OpenBLAS, BLIS, oneDNN,
 SLEEF, the unfused composites, any other) are shown, marked "peer", and never counted: a
 peer library that is slow on some CPU says nothing about libqkv. Prints a table of changes,
 lists benchmarks present in only one file, and exits 1 naming every regression, 0 when
@@ -27,9 +28,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_summary import TO_NS, is_libqkv_name, medians  # noqa: E402
-
-ISA_ORDER = ("avx512", "avx2", "neon", "scalar")
+from bench_summary import TO_NS, best_isa, fma_peaks, is_libqkv_name, libqkv_isas, medians  # noqa: E402
 
 
 class BadInput(Exception):
@@ -53,14 +52,10 @@ def load(path):
         raise BadInput(f"{path}: malformed benchmark entry ({e!r})")
     if not times:
         raise BadInput(f"{path}: no benchmark results")
-    ctx = data.get("context") or {}
-    peaks = {}
-    for isa in ISA_ORDER:
-        try:
-            peaks[isa] = float(ctx[f"fma_peak_gflops_{isa}"])
-        except (KeyError, TypeError, ValueError):
-            pass
-    return times, peaks
+    ctx = data.get("context")
+    if not isinstance(ctx, dict):
+        ctx = {}
+    return times, ctx
 
 
 def fmt_ns(ns):
@@ -83,13 +78,15 @@ def main(argv=None):
     args = ap.parse_args(argv)
     shown_only = re.compile(args.shown_only) if args.shown_only else None
     try:
-        base, base_peaks = load(args.base)
-        new, new_peaks = load(args.new)
+        base, base_ctx = load(args.base)
+        new, new_ctx = load(args.new)
     except BadInput as e:
         print(f"bench_compare: {e}", file=sys.stderr)
         return 2
 
-    common_isa = next((i for i in ISA_ORDER if i in base_peaks and i in new_peaks), None)
+    isas = libqkv_isas(base_ctx, new_ctx)
+    base_peaks, new_peaks = fma_peaks(base_ctx), fma_peaks(new_ctx)
+    common_isa = best_isa(base_peaks, new_peaks)
     if args.normalize == "peak" and common_isa is None:
         print("bench_compare: --normalize peak, but the runs share no fma_peak_gflops_* entry", file=sys.stderr)
         return 2
@@ -107,7 +104,7 @@ def main(argv=None):
     for name in names:
         change = (new[name] * speed_new) / (base[name] * speed_base) - 1.0
         mark = ""
-        if not is_libqkv_name(name):
+        if not is_libqkv_name(name, isas):
             mark = f"  peer{', slower' if change > args.threshold else ''}"
         elif shown_only and shown_only.search(name):
             mark = f"  not gated{', slower' if change > args.threshold else ''}"
@@ -125,7 +122,7 @@ def main(argv=None):
         for name, change in regressed:
             print(f"  {name}: {change:+.1%}")
         return 1
-    ours = sum(map(is_libqkv_name, names))
+    ours = sum(is_libqkv_name(n, isas) for n in names)
     print(f"no regression beyond {args.threshold:.0%} in {ours} libqkv benchmarks ({len(names) - ours} peer rows not gated)")
     return 0
 

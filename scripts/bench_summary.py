@@ -3,9 +3,11 @@
 
 Benchmarks are named kernel/impl/size (dot/avx2/4096, exp/sleef-avx2/65536,
 gemm/qkv-avx2/64x64x64/NN). Which rows are libqkv's is decided by one rule, is_libqkv()
-below, that bench_compare.py and bench_ab.py share: an impl "qkv-<anything>" or a bare
-libqkv ISA name (scalar, avx2, avx512, neon) is libqkv; every other impl (openblas, blis,
-onednn, sleef-*, sleef3pass-*, unfused-*, and any peer added later) is a peer. For each
+below, that bench_compare.py, bench_ab.py and plot_bench.py share: an impl "qkv-<anything>"
+or a bare libqkv ISA name is libqkv; every other impl (openblas, blis, onednn, sleef-*,
+sleef3pass-*, unfused-*, and any peer added later) is a peer. The ISA names come from the
+run itself (libqkv_isas(): the context's libqkv_isas and fma_peak_gflops_<isa> entries), so
+an ISA added to src/isa_list.h needs no change here. For each
 kernel and size the table lists every libqkv ISA, fastest first and the best marked '*',
 with its median CPU time, rate (GFLOP/s when the benchmark reports FLOP/s, else Gelem/s),
 GB/s, % of the single-core FMA peak, the fastest of the peers present (with how many were
@@ -20,7 +22,10 @@ import re
 import statistics
 import sys
 
-LIBQKV_ISAS = ("scalar", "avx2", "avx512", "neon")
+# The ISAs of runs recorded before the context carried libqkv_isas (the committed
+# baselines of 0.2): only such a run falls back to this list.
+LEGACY_ISAS = ("scalar", "avx2", "avx512", "neon")
+PEAK_PREFIX = "fma_peak_gflops_"
 TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 
@@ -38,7 +43,7 @@ def load(paths):
         ctx = data.get("context", {})
         if not merged["context"]:
             merged["context"] = dict(ctx)
-        merged["context"].update({k: v for k, v in ctx.items() if k.startswith("fma_peak_")})
+        merged["context"].update({k: v for k, v in ctx.items() if k.startswith(PEAK_PREFIX)})
         merged["benchmarks"].extend(data.get("benchmarks", []))
     return merged
 
@@ -84,18 +89,58 @@ def parse(name, entry):
     }
 
 
-def is_libqkv(impl):
+def fma_peaks(ctx):
+    """isa -> the run's in-process FMA peak in GFLOP/s, from its fma_peak_gflops_<isa>
+    context entries (malformed and non-positive values are left out: no peak)."""
+    peaks = {}
+    for key, value in (ctx or {}).items():
+        if key.startswith(PEAK_PREFIX) and len(key) > len(PEAK_PREFIX):
+            try:
+                peak = float(value)
+            except (TypeError, ValueError):
+                continue
+            if peak > 0.0:
+                peaks[key[len(PEAK_PREFIX):]] = peak
+    return peaks
+
+
+def libqkv_isas(*contexts):
+    """The names of libqkv's ISAs according to the runs' contexts: each run's libqkv_isas
+    entry ("scalar,avx2,...": every ISA of src/isa_list.h, built or not) and the ISAs it
+    measured a peak for; a run without libqkv_isas (recorded before it existed) adds
+    LEGACY_ISAS."""
+    names = set()
+    for ctx in contexts:
+        ctx = ctx or {}
+        listed = ctx.get("libqkv_isas")
+        if isinstance(listed, str) and listed.strip():
+            names.update(n.strip() for n in listed.split(",") if n.strip())
+        else:
+            names.update(LEGACY_ISAS)
+        names.update(fma_peaks(ctx))
+    return frozenset(names)
+
+
+def best_isa(*peak_maps):
+    """The ISA with the highest FMA peak among those every map (fma_peaks() of each run)
+    has, or None: the machine speed that compares runs."""
+    common = set.intersection(*(set(p) for p in peak_maps)) if peak_maps else set()
+    return max(sorted(common), key=lambda isa: sum(p[isa] for p in peak_maps), default=None)
+
+
+def is_libqkv(impl, isas):
     """The one rule for "is this libqkv's own row": impl (the second part of a benchmark
-    name) is qkv-<isa> or a bare libqkv ISA name. Anything else is a peer, so a new peer
-    is a peer by default; name new libqkv benchmarks qkv-<isa>."""
-    return impl.startswith("qkv-") or impl in LIBQKV_ISAS
+    name) is qkv-<isa> or a bare libqkv ISA name (isas: libqkv_isas() of the runs).
+    Anything else is a peer, so a new peer is a peer by default; name new libqkv
+    benchmarks qkv-<isa>."""
+    return impl.startswith("qkv-") or impl in isas
 
 
-def is_libqkv_name(name):
+def is_libqkv_name(name, isas):
     """is_libqkv() for a whole benchmark name (kernel/impl/size...); a name without an
     impl part is not libqkv's."""
     parts = name.split("/")
-    return len(parts) >= 2 and is_libqkv(parts[1])
+    return len(parts) >= 2 and is_libqkv(parts[1], isas)
 
 
 def size_key(size):
@@ -118,7 +163,7 @@ def fmt_rate(r):
     return "-"
 
 
-def table(rows):
+def table(rows, isas):
     header = ["kernel", "n", "libqkv", "time", "rate", "GB/s", "%peak", "best peer", "peer time", "ratio"]
     groups = {}
     for r in rows:
@@ -126,8 +171,8 @@ def table(rows):
     lines = []
     for kernel, size in sorted(groups, key=lambda g: (g[0], size_key(g[1]))):
         group = groups[(kernel, size)]
-        ours = sorted((r for r in group if is_libqkv(r["impl"])), key=lambda r: r["ns"])
-        peers = [r for r in group if not is_libqkv(r["impl"])]
+        ours = sorted((r for r in group if is_libqkv(r["impl"], isas)), key=lambda r: r["ns"])
+        peers = [r for r in group if not is_libqkv(r["impl"], isas)]
         peer = min(peers, key=lambda r: r["ns"], default=None)
         for rank, r in enumerate(ours):
             lines.append([
@@ -168,8 +213,7 @@ def main():
         return 1
 
     ctx = data["context"]
-    peaks = ", ".join(f"{k[len('fma_peak_gflops_'):]} {float(v):.1f}"
-                      for k, v in sorted(ctx.items()) if k.startswith("fma_peak_gflops_"))
+    peaks = ", ".join(f"{isa} {peak:.1f}" for isa, peak in sorted(fma_peaks(ctx).items()))
     print(f"host: {ctx.get('host_name', '?')}, {ctx.get('num_cpus', '?')} CPUs at "
           f"{ctx.get('mhz_per_cpu', '?')} MHz; libqkv {ctx.get('libqkv_version', '?')}, "
           f"detected ISA {ctx.get('libqkv_isa_detected', '?')}")
@@ -177,7 +221,7 @@ def main():
     print("time: median CPU time per call; best peer = the fastest peer measured for that kernel and size;")
     print("ratio = best peer time / libqkv time (> 1: libqkv faster)")
     print()
-    print(table(rows))
+    print(table(rows, libqkv_isas(ctx)))
     return 0
 
 

@@ -15,11 +15,11 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_summary import TO_NS, is_libqkv, load, medians  # noqa: E402
+from bench_summary import TO_NS, is_libqkv, libqkv_isas, load, medians  # noqa: E402
 
 
-def label(impl):
-    return "libqkv " + impl.removeprefix("qkv-") if is_libqkv(impl) else impl
+def label(impl, isas):
+    return "libqkv " + impl.removeprefix("qkv-") if is_libqkv(impl, isas) else impl
 
 
 def main():
@@ -36,6 +36,7 @@ def main():
         return 2
     data = load([args.json])
     runs = medians(data["benchmarks"])
+    isas = libqkv_isas(data["context"])
     if not runs:
         print(f"plot_bench: {args.json}: no benchmark results", file=sys.stderr)
         return 2
@@ -80,7 +81,7 @@ def main():
                     continue
                 pts.sort()
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
-                        linestyle="-" if is_libqkv(impl) else "--", label=label(impl))
+                        linestyle="-" if is_libqkv(impl, isas) else "--", label=label(impl, isas))
             ax.set_xscale("log", base=2)
             ax.set_xlabel(f"N in {variant}")
             ax.set_ylabel(units[kernel])
@@ -89,11 +90,11 @@ def main():
             ax.legend(fontsize=8)
         if single:
             ax = axes[0][-1]
-            impls = sorted({impl for (v, impl) in lines if v in single}, key=lambda i: (not is_libqkv(i), i))
+            impls = sorted({impl for (v, impl) in lines if v in single}, key=lambda i: (not is_libqkv(i, isas), i))
             width = 0.8 / len(impls)
             for j, impl in enumerate(impls):
                 ys = [dict(lines.get((v, impl), [])).get(next(iter(points[v])), 0.0) for v in single]
-                ax.bar([i + j * width for i in range(len(single))], ys, width, label=label(impl))
+                ax.bar([i + j * width for i in range(len(single))], ys, width, label=label(impl, isas))
             shapes = [shape_of[(kernel, v)] for v in single]
             ax.set_xticks([i + 0.4 - width / 2 for i in range(len(single))], shapes, rotation=30, fontsize=7)
             ax.set_ylabel(units[kernel])

@@ -1,5 +1,6 @@
 /* Shared test helpers: a check counter, a deterministic RNG, guard-page buffers, the loop
- * over every ISA the host supports, and ULP distance against a double reference. */
+ * over every ISA the host supports; the references, tolerances and ULP distance are in
+ * oracles.h. */
 #ifndef QKV_TEST_COMMON_H
 #define QKV_TEST_COMMON_H
 
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "isa_list.h"
+#include "oracles.h"
 #include "qkv.h"
 
 static long g_checks, g_failures;
@@ -125,29 +127,6 @@ static inline int guarded_free(guarded *g)
         ok &= *c == CANARY;
     munmap(g->map, g->map_len);
     return ok;
-}
-
-/* ---- ULP distance ------------------------------------------------------------------- */
-
-/* size of one float ULP at the magnitude of the exact value r (denormal spacing below) */
-static inline double ulp_of(double r)
-{
-    r = fabs(r);
-    if (r < FLT_MIN)
-        return 0x1p-149;
-    int e;
-    frexp(r, &e); /* r = m 2^e, m in [0.5, 1) */
-    return ldexp(1.0, e - 24);
-}
-
-/* |y - r| in ULPs of r; 0 when both are the same infinity, huge on NaN mismatch */
-static inline double ulp_error(float y, double r)
-{
-    if (isnan(r) || isnan(y))
-        return (isnan(r) && isnan(y)) ? 0.0 : INFINITY;
-    if (isinf(r) || isinf(y))
-        return ((double)y == r) ? 0.0 : INFINITY;
-    return fabs((double)y - r) / ulp_of(r);
 }
 
 static inline float bits_to_float(uint32_t u)

@@ -52,16 +52,12 @@ static void ref_sdpa(const view *a, double *r, double *tol)
             vis = i + 1 + a->n_kv <= a->n_q ? 0 : (i + 1 + a->n_kv - a->n_q < a->n_kv ? i + 1 + a->n_kv - a->n_q : a->n_kv);
         double mx = -INFINITY, es = 0.0;
         for (size_t j = 0; j < vis; j++) {
-            double d = 0.0, ad = 0.0;
-            for (size_t p = 0; p < a->d_k; p++) {
-                d += (double)a->q[i * a->ldq + p] * a->k[j * a->ldk + p];
-                ad += fabs((double)a->q[i * a->ldq + p] * a->k[j * a->ldk + p]);
-            }
-            s[j] = a->scale * d;
+            double ad;
+            s[j] = a->scale * ref_dot(a->q + i * a->ldq, 1, a->k + j * a->ldk, 1, a->d_k, &ad);
             mx = s[j] > mx ? s[j] : mx;
             es = ad > es ? ad : es;
         }
-        es *= 2.0 * a->scale * a->d_k * FLT_EPSILON;
+        es = gemm_tol(a->d_k, a->scale, es, 0.0, 0.0); /* the error of one float score */
         double sum = 0.0;
         for (size_t j = 0; j < vis; j++)
             sum += (s[j] = exp(s[j] - mx));
@@ -72,7 +68,7 @@ static void ref_sdpa(const view *a, double *r, double *tol)
                 vmax = fabs(a->v[j * a->ldv + c]) > vmax ? fabs(a->v[j * a->ldv + c]) : vmax;
             }
             r[i * a->d_v + c] = vis ? acc / sum : 0.0;
-            tol[i * a->d_v + c] = vis ? (4.0 * es + (2.0 * a->n_kv + 64.0) * FLT_EPSILON) * vmax + 1e-30 : 0.0;
+            tol[i * a->d_v + c] = vis ? sdpa_tol(es, a->n_kv, vmax) : 0.0;
         }
     }
     free(s);

@@ -5,7 +5,10 @@ in everything, its FMA peak included, is not a regression; repetitions are reduc
 their median (one outlier does not flag); benchmarks in one file only are listed, not
 errors; malformed, empty or missing input exits 2. Only libqkv's rows gate: every peer
 (OpenBLAS, BLIS, oneDNN, SLEEF, the unfused composites, a peer nobody has named yet) 3x
-slower passes, while one libqkv row 3x slower still fails."""
+slower passes, while one libqkv row 3x slower still fails. libqkv's ISA names come from the
+runs' contexts (libqkv_isas, fma_peak_gflops_<isa>): an ISA no script names ("sve") gates
+when the context lists it and is a peer in a run recorded before libqkv_isas existed; the
+peak that normalises is the highest one both runs have."""
 import json
 import os
 import subprocess
@@ -30,8 +33,9 @@ def check(cond, what, output=""):
         print(f"ok: {what}")
 
 
-def write(dirname, name, times, peak=100.0, reps=1, outlier=None):
-    """times: benchmark name -> cpu_time in ns; reps > 1 writes iteration entries."""
+def write(dirname, name, times, peak=100.0, reps=1, outlier=None, context=None):
+    """times: benchmark name -> cpu_time in ns; reps > 1 writes iteration entries; context:
+    entries added to the context (the default one has no libqkv_isas, as the old baselines)."""
     benchmarks = []
     for bname, t in times.items():
         for r in range(reps):
@@ -39,7 +43,8 @@ def write(dirname, name, times, peak=100.0, reps=1, outlier=None):
             benchmarks.append({"name": bname, "run_name": bname, "run_type": "iteration",
                                "repetitions": reps, "repetition_index": r, "iterations": 100,
                                "real_time": tt, "cpu_time": tt, "time_unit": "ns"})
-    doc = {"context": {"fma_peak_gflops_avx2": f"{peak:.2f}", "fma_peak_gflops_scalar": f"{peak / 8:.2f}"},
+    doc = {"context": {"fma_peak_gflops_avx2": f"{peak:.2f}", "fma_peak_gflops_scalar": f"{peak / 8:.2f}",
+                       **(context or {})},
            "benchmarks": benchmarks}
     path = os.path.join(dirname, name)
     with open(path, "w") as f:
@@ -109,6 +114,24 @@ def main():
         mem_slow["exp/avx2/4096"] *= 3.0
         rc, out = run(mbase, write(d, "mem_slow2.json", mem_slow), *shown)
         check(rc == 1 and "exp/avx2/4096" in out.split("regression(s)")[-1], "... while the other rows still gate", out)
+
+        # a new ISA no script names: libqkv's when the context lists it, whose peak (the
+        # highest both runs have) is the one that normalises
+        sve_ctx = {"libqkv_isas": "scalar,sve,avx2,avx512,neon", "fma_peak_gflops_sve": "150.00"}
+        sve = {**base_times, "dot/sve/4096": 90.0, "gemm/qkv-sve/1024x1024x1024/NN": 1.5e7}
+        sbase = write(d, "sbase.json", sve, context=sve_ctx)
+        rc, out = run(sbase, write(d, "ssame.json", sve, context=sve_ctx))
+        check(rc == 0 and "(sve: base 150.0" in out and "in 6 libqkv benchmarks" in out,
+              "an unknown ISA (sve) listed in libqkv_isas is libqkv's, and its higher peak normalises", out)
+        sve_slow = {**sve, "dot/sve/4096": 90.0 * 3.0}
+        rc, out = run(sbase, write(d, "sslow.json", sve_slow, context=sve_ctx), "--threshold", "1.0")
+        check(rc == 1 and "dot/sve/4096" in out.split("regression(s)")[-1],
+              "... so a 3x slower bare-named sve row gates", out)
+        rc, out = run(write(d, "sold.json", sve), write(d, "sold_slow.json", sve_slow), "--threshold", "1.0")
+        check(rc == 0 and "dot/sve/4096" in out and "peer, slower" in out,
+              "... while runs without libqkv_isas (the old baselines) keep the old names: sve is a peer there", out)
+        rc, out = run(sbase, write(d, "snew_old.json", sve), "--threshold", "1.0")
+        check(rc == 0 and "(avx2: base" in out, "a run with libqkv_isas compares with one without (common peak avx2)", out)
 
         extra = dict(base_times)
         extra["sdpa/avx2/1024x64"] = 1e6

@@ -16,13 +16,10 @@ static void fill(float *p, size_t n, int kind)
 
 static void check_dot(const float *a, const float *b, size_t n)
 {
-    double ref = 0.0, mag = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        ref += (double)a[i] * b[i];
-        mag += fabs((double)a[i] * b[i]);
-    }
+    double mag;
+    const double ref = ref_dot(a, 1, b, 1, n, &mag);
     const float got = qkv_dot(a, b, n);
-    const double tol = 2.0 * (double)(n ? n : 1) * FLT_EPSILON * mag;
+    const double tol = gemm_tol(n, 1.0, mag, 0.0, 0.0);
     CHECK(fabs(got - ref) <= tol, "dot n=%zu got %.9g ref %.17g tol %.3g", n, got, ref, tol);
 }
 

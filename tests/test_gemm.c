@@ -58,17 +58,13 @@ static void run_case(const gemm_case *t)
     double worst = 0.0;
     for (size_t i = 0; i < t->m; i++) {
         for (size_t j = 0; j < t->n; j++) {
-            double s = 0.0, mag = 0.0;
-            for (size_t p = 0; p < t->k; p++) {
-                const double x = t->ta ? a[p * t->lda + i] : a[i * t->lda + p];
-                const double y = t->tb ? b[j * t->ldb + p] : b[p * t->ldb + j];
-                s += x * y;
-                mag += fabs(x * y);
-            }
-            const double cin = c0[i * t->ldc + j];
-            const double ref = t->alpha * s + (t->beta == 0.0f ? 0.0 : t->beta * cin);
-            const double tol = 2.0 * (double)t->k * FLT_EPSILON * fabs(t->alpha) * mag +
-                               (t->beta == 0.0f ? 0.0 : 2.0 * FLT_EPSILON * fabs(t->beta * cin)) + FLT_MIN;
+            /* row i of op(A) against column j of op(B) */
+            double mag;
+            const double s = ref_dot(t->ta ? a + i : a + i * t->lda, t->ta ? t->lda : 1, t->tb ? b + j * t->ldb : b + j,
+                                     t->tb ? 1 : t->ldb, t->k, &mag);
+            const double beta_cin = t->beta == 0.0f ? 0.0 : t->beta * (double)c0[i * t->ldc + j];
+            const double ref = t->alpha * s + beta_cin;
+            const double tol = gemm_tol(t->k, t->alpha, mag, beta_cin, FLT_MIN);
             const double err = fabs((double)c[i * t->ldc + j] - ref);
             if (!(err <= tol)) {
                 if (bad++ == 0)

@@ -23,7 +23,7 @@ static double check_row(const float *x, const float *y, size_t n, float s, const
     for (size_t i = 0; i < n; i++) {
         const double arg = (double)s * x[i] - r;
         const double ref = exp(arg) / sum;
-        const double tol = ref * (16.0 + 2.0 * fabs(arg)) * FLT_EPSILON + 1e-37;
+        const double tol = softmax_tol(ref, arg);
         const int ok = isinf(arg) ? y[i] == 0.0f : fabs(y[i] - ref) <= tol;
         if (!ok && ++bad <= 3)
             CHECK(0, "%s n=%zu s=%g i=%zu: y=%.9g ref=%.9g", what, n, s, i, y[i], ref);

@@ -56,17 +56,10 @@ static void check_ukernel(const qkv_gemm_kernels *g, size_t k, const float *a, s
                 bad += memcmp(&got, &c0[i * ldc + j], sizeof got) != 0;
                 continue;
             }
-            double ref = 0.0, mag = 0.0;
-            for (size_t p = 0; p < k; p++) {
-                const double t = (double)a[i * rs + p * cs] * b[p * NR + j];
-                ref += t;
-                mag += fabs(t);
-            }
+            double mag;
+            const double dot = ref_dot(a + i * rs, cs, b + j, NR, k, &mag);
             const double cij = beta == 0.0f ? 0.0 : (double)c0[i * ldc + j];
-            ref = alpha * ref + beta * cij;
-            const double tol =
-                2.0 * (double)k * FLT_EPSILON * fabs(alpha) * mag + 2.0 * FLT_EPSILON * fabs(beta * cij) + FLT_MIN;
-            bad += !close_to(got, ref, tol);
+            bad += !close_to(got, alpha * dot + beta * cij, gemm_tol(k, alpha, mag, beta * cij, FLT_MIN));
         }
     }
     CHECK(bad == 0, "ukernel %zux%zu %s k=%zu ldc=%zu alpha=%g beta=%g: %ld wrong elements", MR, NR, layout, k, ldc,
@@ -138,14 +131,10 @@ static void test_gemv(const qkv_gemm_kernels *g)
                 g->gemv_t(n, k, alpha, x, b, ldt, beta, y);
                 long bad = 0;
                 for (size_t j = 0; j < n; j++) {
-                    double ref = 0.0, mag = 0.0;
-                    for (size_t p = 0; p < k; p++) {
-                        ref += (double)x[p] * b[j * ldt + p];
-                        mag += fabs((double)x[p] * b[j * ldt + p]);
-                    }
+                    double mag;
+                    const double ref = ref_dot(x, 1, b + j * ldt, 1, k, &mag);
                     const double yj = beta == 0.0f ? 0.0 : y0[j];
-                    bad += !close_to(y[j], alpha * ref + beta * yj,
-                                     2.0 * k * FLT_EPSILON * alpha * mag + 2.0 * FLT_EPSILON * fabs(beta * yj) + FLT_MIN);
+                    bad += !close_to(y[j], alpha * ref + beta * yj, gemm_tol(k, alpha, mag, beta * yj, FLT_MIN));
                 }
                 CHECK(bad == 0, "gemv_t n=%zu k=%zu beta=%g: %ld wrong", n, k, beta, bad);
                 CHECK(guarded_free(&gb), "gemv_t wrote into b");
@@ -160,15 +149,10 @@ static void test_gemv(const qkv_gemm_kernels *g)
                     g->gemv_n(n, k, alpha, x, incx, bn, ldn, beta, y);
                     bad = 0;
                     for (size_t j = 0; j < n; j++) {
-                        double ref = 0.0, mag = 0.0;
-                        for (size_t p = 0; p < k; p++) {
-                            ref += (double)x[p * incx] * bn[p * ldn + j];
-                            mag += fabs((double)x[p * incx] * bn[p * ldn + j]);
-                        }
+                        double mag;
+                        const double ref = ref_dot(x, incx, bn + j, ldn, k, &mag);
                         const double yj = beta == 0.0f ? 0.0 : y0[j];
-                        bad += !close_to(y[j], alpha * ref + beta * yj,
-                                         2.0 * k * FLT_EPSILON * alpha * mag + 2.0 * FLT_EPSILON * fabs(beta * yj) +
-                                             FLT_MIN);
+                        bad += !close_to(y[j], alpha * ref + beta * yj, gemm_tol(k, alpha, mag, beta * yj, FLT_MIN));
                     }
                     CHECK(bad == 0, "gemv_n n=%zu k=%zu incx=%zu beta=%g: %ld wrong", n, k, incx, beta, bad);
                     CHECK(guarded_free(&gbn), "gemv_n wrote into b");

@@ -4,7 +4,7 @@
  * Names: sdpa/<impl>/<N>x<d>/<full|causal> with impl qkv-<isa> or unfused-<sgemm peer>, one
  * composite per SGEMM library found (sgemm_peers.h: unfused-openblas, unfused-blis,
  * unfused-onednn): S = Q K^T by that sgemm into an N x N buffer, a row softmax with SLEEF's
- * AVX2 expf or libqkv's qkv_softmax, the causal rows only over their visible prefix,
+ * widest expf the CPU runs (AVX-512F, else AVX2; sleef_peers.h) or libqkv's qkv_softmax, the causal rows only over their visible prefix,
  * O = P V by the same sgemm. The summary compares with the fastest of them;
  * mha/qkv-<isa>/<n>/E<E>h<h> (self-attention, batch 1, biases, torch_layout 0);
  * decode/qkv-<isa>/<n_kv>x<d>/q<n_q> (the n_q <= 4 path, counter GB/s of K and V streamed).
@@ -29,9 +29,7 @@
 #include "sgemm_peers.h"
 
 #ifdef QKV_BENCH_HAVE_SLEEF
-#include <immintrin.h>
-#include <sleef.h>
-extern "C" __m256 Sleef_expf8_u10avx2(__m256);
+#include "sleef_peers.h"
 #endif
 
 namespace {
@@ -82,55 +80,20 @@ Shapes read_shapes()
     return out;
 }
 
-/* the scalar ISA only where one call stays well under a second */
-constexpr double kScalarMaxFlops = 3e8;
-
 double sdpa_flops(const Shape &s)
 {
     const double f = 4.0 * (double)s.n * (double)s.n * (double)s.d;
     return s.causal ? f / 2.0 : f;
 }
 
-#ifdef QKV_BENCH_HAVE_SLEEF
-/* y = softmax(x) over n elements: max pass, SLEEF exp-store-sum pass, scale pass */
-__attribute__((target("avx2,fma"))) void softmax_sleef(float *x, std::size_t n)
-{
-    __m256 vmax = _mm256_set1_ps(-INFINITY);
-    std::size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + i));
-    alignas(32) float lane[8];
-    _mm256_store_ps(lane, vmax);
-    float m = *std::max_element(lane, lane + 8);
-    for (; i < n; i++)
-        m = std::max(m, x[i]);
-    const __m256 vm = _mm256_set1_ps(m);
-    __m256 vsum = _mm256_setzero_ps();
-    for (i = 0; i + 8 <= n; i += 8) {
-        const __m256 e = Sleef_expf8_u10avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
-        _mm256_storeu_ps(x + i, e);
-        vsum = _mm256_add_ps(vsum, e);
-    }
-    _mm256_store_ps(lane, vsum);
-    float sum = 0.0f;
-    for (float l : lane)
-        sum += l;
-    for (; i < n; i++)
-        sum += (x[i] = std::exp(x[i] - m));
-    const __m256 vinv = _mm256_set1_ps(1.0f / sum);
-    for (i = 0; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
-    for (; i < n; i++)
-        x[i] *= 1.0f / sum;
-}
-#endif
-
+/* one row of the composite in place: the widest SLEEF three-pass softmax this CPU runs
+   (sleef_peers.h), else libqkv's qkv_softmax */
 void softmax_row(float *x, std::size_t n)
 {
 #ifdef QKV_BENCH_HAVE_SLEEF
-    static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (avx2) {
-        softmax_sleef(x, n);
+    static const qkv_bench::SleefSoftmaxFn sleef = qkv_bench::sleef_softmax_best();
+    if (sleef != nullptr) {
+        sleef(x, x, n, 1.0f);
         return;
     }
 #endif
@@ -236,7 +199,7 @@ void register_all()
     for (const Shape &s : shapes.sdpa) {
         const std::string size = std::to_string(s.n) + "x" + std::to_string(s.d) + (s.causal ? "/causal" : "/full");
         for (qkv_isa isa : qkv_bench::host_isas()) {
-            if (isa == QKV_ISA_SCALAR && sdpa_flops(s) > kScalarMaxFlops)
+            if (isa == QKV_ISA_SCALAR && sdpa_flops(s) > qkv_bench::kScalarMaxFlops)
                 continue;
             benchmark::RegisterBenchmark(("sdpa/qkv-" + std::string(qkv_isa_name(isa)) + "/" + size).c_str(),
                                          [s, isa](benchmark::State &st) { bm_sdpa(st, s, nullptr, isa); })

@@ -30,9 +30,6 @@ const std::vector<Shape> kShapes = {
     {1, 4096, 64, true},      {1, 64, 4096, false},     /* decode */
 };
 
-/* the scalar ISA only where one call stays well under a second */
-constexpr double kScalarMaxFlops = 3e8;
-
 /* C = A op(B), row-major: A m x k (lda = k), B k x n (ldb = n) or n x k (ldb = k), C m x n */
 using GemmFn = std::function<void(const Shape &, const float *, const float *, float *)>;
 
@@ -81,7 +78,7 @@ void register_all()
     for (const Shape &s : kShapes) {
         const double flops = 2.0 * (double)s.m * (double)s.n * (double)s.k;
         for (const Impl &impl : impls) {
-            if (impl.is_qkv && impl.isa == QKV_ISA_SCALAR && flops > kScalarMaxFlops)
+            if (impl.is_qkv && impl.isa == QKV_ISA_SCALAR && flops > qkv_bench::kScalarMaxFlops)
                 continue;
             const std::string name = "gemm/" + impl.name + "/" + std::to_string(s.m) + "x" + std::to_string(s.n) +
                                      "x" + std::to_string(s.k) + (s.trans_b ? "/NT" : "/NN");

@@ -71,18 +71,14 @@ static void sdpa_case(const uint8_t *d, size_t size)
             double mx = -INFINITY, es = 0.0, sum = 0.0;
             double *sc = malloc(n_kv * sizeof(double));
             for (long jj = 0; jj <= last; jj++) {
-                double dot = 0.0, mag = 0.0;
-                for (size_t c = 0; c < d_k; c++) {
-                    dot += (double)q[i * d_k + c] * k[jj * d_k + c];
-                    mag += fabs((double)q[i * d_k + c] * k[jj * d_k + c]);
-                }
-                sc[jj] = s * dot;
+                double mag;
+                sc[jj] = s * ref_dot(q + i * d_k, 1, k + jj * d_k, 1, d_k, &mag);
                 mx = fmax(mx, sc[jj]);
-                es = fmax(es, 2.0 * d_k * FLT_EPSILON * s * mag);
+                es = fmax(es, gemm_tol(d_k, s, mag, 0.0, 0.0)); /* the error of one float score */
             }
             for (long jj = 0; jj <= last; jj++)
                 sum += exp(sc[jj] - mx);
-            const double tol = (4.0 * es + (2.0 * n_kv + 64.0) * FLT_EPSILON) * vmax + 1e-30;
+            const double tol = sdpa_tol(es, n_kv, vmax);
             for (size_t c = 0; c < d_v; c++) {
                 double ref = 0.0;
                 for (long jj = 0; jj <= last; jj++)

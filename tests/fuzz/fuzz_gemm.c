@@ -66,16 +66,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t size)
                         FAIL("padding C(%zu,%zu) written", i, jj);
                     continue;
                 }
-                double ref = 0.0, mag = 0.0;
-                for (size_t p = 0; p < k; p++) {
-                    const double av = ta ? a[p * lda + i] : a[i * lda + p], bv = tb ? b[jj * ldb + p] : b[p * ldb + jj];
-                    ref += av * bv;
-                    mag += fabs(av * bv);
-                }
-                const double cv = c0[i * ldc + jj];
-                ref = (alpha == 0.0f || k == 0 ? 0.0 : alpha * ref) + (beta == 0.0f ? 0.0 : beta * cv);
-                const double tol = 2.0 * (double)k * FLT_EPSILON * mag * fabs(alpha) +
-                                   2.0 * FLT_EPSILON * (beta == 0.0f ? 0.0 : fabs(beta * cv)) + 1e-30;
+                /* row i of op(A) against column jj of op(B) */
+                double mag;
+                const double dot = ref_dot(ta ? a + i : a + i * lda, ta ? lda : 1, tb ? b + jj * ldb : b + jj,
+                                           tb ? 1 : ldb, k, &mag);
+                const double beta_cv = beta == 0.0f ? 0.0 : beta * (double)c0[i * ldc + jj];
+                const double ref = (alpha == 0.0f || k == 0 ? 0.0 : alpha * dot) + beta_cv;
+                const double tol = gemm_tol(k, alpha, mag, beta_cv, 1e-30);
                 if (!(fabs(got - ref) <= tol))
                     FAIL("%c%c %zux%zux%zu C(%zu,%zu) = %.9g, ref %.9g", ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, i,
                          jj, got, ref);
