@@ -3,6 +3,8 @@
  * Compiled with baseline flags: the AVX2 and
  * AVX-512 peak loops carry target attributes and run only after qkv_isa_select() has
  * accepted their ISA, so no wide instruction executes on a CPU without it. */
+#include <unistd.h>
+
 #include "bench_util.h"
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <mutex>
 #include <random>
 #include <string>
 #include <time.h>
@@ -231,6 +234,85 @@ void fill_uniform(float *p, std::size_t n, float lo, float hi, unsigned seed)
     std::uniform_real_distribution<float> dist(lo, hi);
     for (std::size_t i = 0; i < n; i++)
         p[i] = dist(gen);
+}
+
+std::vector<int> thread_counts()
+{
+    std::vector<int> t = {1, 2};
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus > 2)
+        t.push_back((int)cpus);
+    return t;
+}
+
+const qkv_threadpool *pool_of(int n)
+{
+    static std::mutex lock;
+    static std::vector<qkv_threadpool *> pools;
+    if (n <= 1)
+        return nullptr;
+    std::lock_guard<std::mutex> hold(lock);
+    if (pools.size() <= (std::size_t)n)
+        pools.resize((std::size_t)n + 1, nullptr);
+    if (pools[n] == nullptr)
+        pools[n] = qkv_threadpool_create((std::size_t)n);
+    return pools[n];
+}
+
+namespace {
+
+void empty_task(void *, std::size_t) {}
+
+struct ReadJob {
+    const float *p;
+    std::size_t n, parts;
+    std::vector<float> sums;
+};
+
+void read_task(void *arg, std::size_t t)
+{
+    ReadJob *j = static_cast<ReadJob *>(arg);
+    const std::size_t lo = j->n * t / j->parts, hi = j->n * (t + 1) / j->parts;
+    float s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+    std::size_t i = lo;
+    for (; i + 8 <= hi; i += 8) { /* independent sums: the compiler vectorizes them */
+        s0 += j->p[i], s1 += j->p[i + 1], s2 += j->p[i + 2], s3 += j->p[i + 3];
+        s4 += j->p[i + 4], s5 += j->p[i + 5], s6 += j->p[i + 6], s7 += j->p[i + 7];
+    }
+    for (; i < hi; i++)
+        s0 += j->p[i];
+    j->sums[t] = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
+}
+
+} // namespace
+
+void bm_empty_run(benchmark::State &st, int threads)
+{
+    const qkv_threadpool *tp = pool_of(threads);
+    if (tp == nullptr) {
+        st.SkipWithError("no pool");
+        return;
+    }
+    for (auto _ : st)
+        tp->run(tp->pool, empty_task, nullptr, (std::size_t)threads);
+}
+
+void bm_read(benchmark::State &st, std::size_t bytes, int threads)
+{
+    const std::size_t n = bytes / sizeof(float);
+    Buffer buf = alloc_floats(n);
+    fill_uniform(buf.get(), n, -1, 1, 3);
+    ReadJob job{buf.get(), n, (std::size_t)threads, std::vector<float>((std::size_t)threads)};
+    const qkv_threadpool *tp = pool_of(threads);
+    for (auto _ : st) {
+        if (tp)
+            tp->run(tp->pool, read_task, &job, (std::size_t)threads);
+        else
+            read_task(&job, 0);
+        benchmark::DoNotOptimize(job.sums.data());
+    }
+    st.counters["GB/s"] = benchmark::Counter((double)bytes * (double)st.iterations(), benchmark::Counter::kIsRate,
+                                             benchmark::Counter::kIs1000);
 }
 
 int main(int argc, char **argv, void (*register_all)())

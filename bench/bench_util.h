@@ -78,6 +78,23 @@ Buffer alloc_floats(std::size_t n);
 /* Fills p[0..n) with uniform values in [lo, hi), reproducibly from seed. */
 void fill_uniform(float *p, std::size_t n, float lo, float hi, unsigned seed);
 
+/* ---- threads (bench_threads, bench_attention_batched) ---- */
+
+/* the thread counts benchmarked: 1, 2, and the online CPUs when more */
+std::vector<int> thread_counts();
+
+/* libqkv's built-in pool of n threads, created on first use and kept; nullptr for n <= 1
+   (the calling thread: tp == NULL) */
+const qkv_threadpool *pool_of(int n);
+
+/* one run() of an empty task on pool_of(threads): the cost of waking and joining it */
+void bm_empty_run(benchmark::State &st, int threads);
+
+/* a plain read loop over `bytes` bytes split in `threads` parts on pool_of(threads),
+   counter GB/s: the memory bandwidth memory-bound rows are held against, in the same
+   binary */
+void bm_read(benchmark::State &st, std::size_t bytes, int threads);
+
 /* Runs a benchmark program: parses the Google Benchmark flags (default min time 0.2 s
    unless --benchmark_min_time is given; so do not set MinTime() on benchmarks), measures
    the FMA peak of every host ISA and adds it to the context, calls register_all() (which

@@ -23,7 +23,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench_summary import TO_NS, fmt_time, is_libqkv_name, libqkv_isas  # noqa: E402
+from bench_summary import fmt_time, is_libqkv_name, libqkv_isas, time_ns  # noqa: E402
 
 
 def gbench_report():
@@ -75,7 +75,7 @@ def main(argv=None):
     samples = {"a": {}, "b": {}}
     for side, doc in (("a", a), ("b", b)):
         for e in doc["benchmarks"]:
-            samples[side].setdefault(e["name"], []).append(float(e["cpu_time"]) * TO_NS[e.get("time_unit", "ns")])
+            samples[side].setdefault(e["name"], []).append(time_ns(e))
 
     rows, regressed = [], []
     for d in diff:

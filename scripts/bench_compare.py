@@ -28,7 +28,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_summary import TO_NS, best_isa, fma_peaks, is_libqkv_name, libqkv_isas, medians  # noqa: E402
+from bench_summary import best_isa, fma_peaks, is_libqkv_name, libqkv_isas, medians, time_ns  # noqa: E402
 
 
 class BadInput(Exception):
@@ -47,7 +47,7 @@ def load(path):
         raise BadInput(f"{path}: not Google Benchmark JSON (no 'benchmarks' list)")
     try:
         runs = medians(data["benchmarks"])
-        times = {name: float(b["cpu_time"]) * TO_NS[b.get("time_unit", "ns")] for name, b in runs.items()}
+        times = {name: time_ns(b) for name, b in runs.items()}
     except (KeyError, TypeError, ValueError) as e:
         raise BadInput(f"{path}: malformed benchmark entry ({e!r})")
     if not times:

@@ -29,6 +29,15 @@ PEAK_PREFIX = "fma_peak_gflops_"
 TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 
+def time_ns(entry):
+    """The time of one benchmark entry in ns: wall-clock time for benchmarks registered with
+    UseRealTime (multi-threaded ones: Google Benchmark appends /real_time to their names,
+    and their CPU time is only the calling thread's), CPU time otherwise."""
+    name = entry.get("run_name", entry.get("name", ""))
+    key = "real_time" if name.endswith("/real_time") else "cpu_time"
+    return float(entry[key]) * TO_NS[entry.get("time_unit", "ns")]
+
+
 def load(paths):
     """Merged {"context", "benchmarks"}; the context of the first file, plus every file's
     fma_peak_* entries (each program measures the peak itself)."""
@@ -80,8 +89,8 @@ def parse(name, entry):
     return {
         "kernel": parts[0],
         "impl": parts[1],
-        "size": "/".join(parts[2:]),
-        "ns": entry["cpu_time"] * TO_NS[entry.get("time_unit", "ns")],
+        "size": "/".join(p for p in parts[2:] if p != "real_time"),
+        "ns": time_ns(entry),
         "flops": entry.get("FLOP/s"),
         "items": entry.get("items_per_second"),
         "bytes": entry.get("bytes_per_second"),

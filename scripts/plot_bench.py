@@ -15,7 +15,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_summary import TO_NS, is_libqkv, libqkv_isas, load, medians  # noqa: E402
+from bench_summary import is_libqkv, libqkv_isas, load, medians, time_ns  # noqa: E402
 
 
 def label(impl, isas):
@@ -61,7 +61,7 @@ def main():
         elif "items_per_second" in b:
             y, unit = b["items_per_second"] / 1e9, "G elements/s"
         else:
-            y, unit = 1e9 / (float(b["cpu_time"]) * TO_NS[b.get("time_unit", "ns")]), "calls/s"
+            y, unit = 1e9 / time_ns(b), "calls/s"
         series.setdefault(kernel, {}).setdefault((variant, impl), []).append((x, y))
         shape_of[(kernel, variant)] = size
         units[kernel] = unit

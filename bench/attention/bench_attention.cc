@@ -68,6 +68,8 @@ Shapes read_shapes()
         if (kind == "sdpa" && (f >> a >> b >> mode) && (mode == "full" || mode == "causal")) {
             out.sdpa.push_back({a, b, mode == "causal"});
             ok = a && b;
+        } else if (kind == "attn" || kind == "ragged") {
+            continue; /* bench_attention_batched's lines */
         } else if ((kind == "decode" || kind == "mha") && (f >> a >> b >> c)) {
             (kind == "decode" ? out.decode : out.mha).push_back({a, b, c});
             ok = a && b && c && (kind == "decode" ? a <= 4 : a % b == 0);
@@ -155,7 +157,7 @@ void bm_mha(benchmark::State &st, std::size_t E, std::size_t h, std::size_t n, q
     qkv_bench::fill_uniform(b.get(), 4 * E, -0.1f, 0.1f, 5);
     qkv_bench::fill_uniform(x.get(), n * E, -1.0f, 1.0f, 6);
     const float *W = w.get(), *B = b.get();
-    const qkv_mha m = {E, h, W, W + E * E, W + 2 * E * E, W + 3 * E * E, B, B + E, B + 2 * E, B + 3 * E, 0};
+    const qkv_mha m = {E, h, W, W + E * E, W + 2 * E * E, W + 3 * E * E, B, B + E, B + 2 * E, B + 3 * E, 0, 0};
     const std::size_t ws_size = qkv_mha_workspace_size(&m, n, n);
     qkv_bench::Buffer ws = qkv_bench::alloc_floats(ws_size / sizeof(float) + 1);
     for (auto _ : st) {

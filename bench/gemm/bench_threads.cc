@@ -12,9 +12,6 @@
  *                                             held against, in the same binary
  * T is 1 and 2, and the number of online CPUs when larger. Counters: FLOP/s, peak_frac
  * (one core's FMA peak, so 2 threads can reach 2.0), GB/s on m == 1 and read rows. */
-#include <unistd.h>
-
-#include <atomic>
 #include <string>
 #include <vector>
 
@@ -36,26 +33,6 @@ const std::vector<Shape> kShapes = {
     {64, 64, 64, false},       /* below the threads threshold */
 };
 
-std::vector<int> thread_counts()
-{
-    std::vector<int> t = {1, 2};
-    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    if (cpus > 2)
-        t.push_back((int)cpus);
-    return t;
-}
-
-/* the built-in pool of n threads, created once per n (NULL for 1: the calling thread) */
-const qkv_threadpool *pool_of(int n)
-{
-    static std::vector<qkv_threadpool *> pools(512, nullptr);
-    if (n <= 1 || n >= (int)pools.size())
-        return nullptr;
-    if (pools[n] == nullptr)
-        pools[n] = qkv_threadpool_create((std::size_t)n);
-    return pools[n];
-}
-
 std::string shape_name(const Shape &s)
 {
     return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + (s.trans_b ? "/NT" : "/NN");
@@ -73,7 +50,7 @@ void bm_qkv(benchmark::State &st, qkv_isa isa, Shape s, int threads)
 {
     if (!qkv_bench::select_isa(st, isa))
         return;
-    const qkv_threadpool *tp = pool_of(threads);
+    const qkv_threadpool *tp = qkv_bench::pool_of(threads);
     if (threads > 1 && tp == nullptr) {
         st.SkipWithError("no pool");
         return;
@@ -109,75 +86,23 @@ void bm_peer(benchmark::State &st, qkv_bench::SgemmFn fn, qkv_isa isa, Shape s, 
     set_counters(st, s, isa);
 }
 
-void empty_task(void *, std::size_t) {}
-
-void bm_empty_run(benchmark::State &st, int threads)
-{
-    const qkv_threadpool *tp = pool_of(threads);
-    if (tp == nullptr) {
-        st.SkipWithError("no pool");
-        return;
-    }
-    for (auto _ : st)
-        tp->run(tp->pool, empty_task, nullptr, (std::size_t)threads);
-}
-
-struct ReadJob {
-    const float *p;
-    std::size_t n, parts;
-    float sums[512];
-};
-
-void read_task(void *arg, std::size_t t)
-{
-    ReadJob *j = static_cast<ReadJob *>(arg);
-    const std::size_t lo = j->n * t / j->parts, hi = j->n * (t + 1) / j->parts;
-    float s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
-    std::size_t i = lo;
-    for (; i + 8 <= hi; i += 8) { /* independent sums: the compiler vectorizes them */
-        s0 += j->p[i], s1 += j->p[i + 1], s2 += j->p[i + 2], s3 += j->p[i + 3];
-        s4 += j->p[i + 4], s5 += j->p[i + 5], s6 += j->p[i + 6], s7 += j->p[i + 7];
-    }
-    for (; i < hi; i++)
-        s0 += j->p[i];
-    j->sums[t] = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
-}
-
-void bm_read(benchmark::State &st, std::size_t bytes, int threads)
-{
-    const std::size_t n = bytes / sizeof(float);
-    auto buf = qkv_bench::alloc_floats(n);
-    qkv_bench::fill_uniform(buf.get(), n, -1, 1, 3);
-    ReadJob job{buf.get(), n, (std::size_t)threads, {}};
-    const qkv_threadpool *tp = pool_of(threads);
-    for (auto _ : st) {
-        if (tp)
-            tp->run(tp->pool, read_task, &job, (std::size_t)threads);
-        else
-            read_task(&job, 0);
-        benchmark::DoNotOptimize(job.sums);
-    }
-    st.counters["GB/s"] = benchmark::Counter((double)bytes * (double)st.iterations(), benchmark::Counter::kIsRate,
-                                             benchmark::Counter::kIs1000);
-}
-
 void register_all()
 {
     const qkv_isa best = qkv_isa_detected();
     const std::string impl = std::string("qkv-") + qkv_isa_name(best);
     const std::vector<qkv_bench::SgemmPeer> peers = qkv_bench::sgemm_peers("bench_threads");
-    for (int t : thread_counts()) {
+    for (int t : qkv_bench::thread_counts()) {
         const std::string suffix = "/t" + std::to_string(t);
         if (t > 1)
             benchmark::RegisterBenchmark(("pool/qkv-pool/empty" + suffix).c_str(),
-                                         [t](benchmark::State &st) { bm_empty_run(st, t); });
+                                         [t](benchmark::State &st) { qkv_bench::bm_empty_run(st, t); });
         for (std::size_t mib : {4, 64})
             benchmark::RegisterBenchmark(("read/qkv-pool/" + std::to_string(mib) + "MiB" + suffix).c_str(),
-                                         [mib, t](benchmark::State &st) { bm_read(st, mib << 20, t); })
+                                         [mib, t](benchmark::State &st) { qkv_bench::bm_read(st, mib << 20, t); })
                 ->Unit(benchmark::kMicrosecond);
     }
     for (const Shape &s : kShapes) {
-        for (int t : thread_counts()) {
+        for (int t : qkv_bench::thread_counts()) {
             const std::string suffix = "/" + shape_name(s) + "/t" + std::to_string(t);
             benchmark::RegisterBenchmark(("gemm/" + impl + suffix).c_str(),
                                          [best, s, t](benchmark::State &st) { bm_qkv(st, best, s, t); })
