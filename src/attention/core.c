@@ -159,14 +159,15 @@ static size_t dv_pad(size_t d_v)
     return d_v > SIZE_MAX - BR ? SIZE_MAX : qkv_round_up(d_v, BR); /* a multiple of every NR */
 }
 
-static void slot_layout(qkv_arena *ar, size_t d_k, size_t d_v, slot_ws *w)
+static void slot_layout(qkv_arena *ar, size_t d_k, size_t d_v, int f32, slot_ws *w)
 {
     const size_t dvp = dv_pad(d_v);
     w->qt = qkv_arena_array(ar, d_k, BR);
     w->st = qkv_arena_array(ar, BC, LDS);
     w->vp = qkv_arena_array(ar, dvp, BC);
-    w->kw = qkv_arena_array(ar, d_k, qkv_max(BC + MR_MAX, DECODE_KV));
-    w->vw = qkv_arena_array(ar, d_v, qkv_max(BC, DECODE_KV));
+    /* F32: only the K edge rows; F16/BF16: the widened K and V tiles */
+    w->kw = qkv_arena_array(ar, d_k, f32 ? MR_MAX : qkv_max(BC + MR_MAX, DECODE_KV));
+    w->vw = f32 ? NULL : qkv_arena_array(ar, d_v, qkv_max(BC, DECODE_KV));
     w->oacc = qkv_arena_array(ar, dvp, BR + MR_MAX);
     w->m = qkv_arena_floats(ar, BR + MR_MAX);
     w->l = qkv_arena_floats(ar, BR + MR_MAX);
@@ -193,7 +194,7 @@ static void layout(qkv_arena *ar, const qkv_attention_desc *d, const plan *p, si
     }
     qkv_arena one = qkv_arena_sizer();
     slot_ws s;
-    slot_layout(&one, d->d_k, d->d_v, &s);
+    slot_layout(&one, d->d_k, d->d_v, d->kv_dtype == QKV_F32, &s);
     if (one.overflow) {
         ar->overflow = 1;
         return;
@@ -402,28 +403,36 @@ static void tiled_tile(const core *c, const tile *tl, const slot_ws *w, key_rang
     const int f32 = d->kv_dtype == QKV_F32;
     for (size_t j0 = any.lo; j0 < any.hi; j0 += BC) {
         const size_t bc = qkv_min(BC, any.hi - j0);
-        /* the K tile as the A operand: rows in place, or widened (and zero-padded past the
-           last readable key) */
-        const float *kt;
-        size_t ldk;
+        /* S^T = K (scale Q)^T, K as the A operand: F32 rows read in place, except a last
+           MR-row block that would reach past the last readable key, which is copied
+           zero-padded; F16/BF16 rows widened into a float tile first */
         const size_t rows_k = qkv_round_up(bc, MR);
-        if (f32 && j0 + rows_k <= tl->limit) {
-            kt = (const float *)(const void *)kv_row(c, tl, c->k, d->k_stride, j0);
-            ldk = d->k_stride[2];
-        } else {
+        const float *kt = NULL;
+        if (!f32) {
             const size_t have = qkv_min(rows_k, tl->limit - j0);
-            if (f32)
-                for (size_t r = 0; r < have; r++)
-                    memcpy(w->kw + r * d_k, kv_row(c, tl, c->k, d->k_stride, j0 + r), d_k * sizeof(float));
-            else
-                widen_rows(c, tl, 0, j0, have, w->kw);
+            widen_rows(c, tl, 0, j0, have, w->kw);
             memset(w->kw + have * d_k, 0, (rows_k - have) * d_k * sizeof(float));
             kt = w->kw;
-            ldk = d_k;
         }
-        for (size_t r = 0; r < bc; r += MR) /* S^T = K (scale Q)^T */
+        for (size_t r = 0; r < bc; r += MR) {
+            const float *kr = kt ? kt + r * d_k : NULL;
+            size_t ld = d_k;
+            if (!kr && j0 + r + MR <= tl->limit) {
+                kr = (const float *)(const void *)kv_row(c, tl, c->k, d->k_stride, j0 + r);
+                ld = d->k_stride[2];
+            } else if (!kr) {
+                const size_t have = tl->limit - j0 - r;
+                for (size_t i = 0; i < MR; i++) {
+                    if (i < have)
+                        memcpy(w->kw + i * d_k, kv_row(c, tl, c->k, d->k_stride, j0 + r + i), d_k * sizeof(float));
+                    else
+                        memset(w->kw + i * d_k, 0, d_k * sizeof(float));
+                }
+                kr = w->kw;
+            }
             for (size_t c0 = 0; c0 < W; c0 += NR)
-                g->ukernel(d_k, kt + r * ldk, ldk, 1, qt + c0 * d_k, st + r * LDS + c0, LDS, 1.0f, 0.0f);
+                g->ukernel(d_k, kr, ld, 1, qt + c0 * d_k, st + r * LDS + c0, LDS, 1.0f, 0.0f);
+        }
         if (c->cap > 0.0f)
             for (size_t r = 0; r < bc; r++)
                 c->t->softcap(st + r * LDS, W, c->cap);
@@ -501,7 +510,7 @@ static void run_item(void *ctx, size_t item, size_t slot)
         any.lo = any.hi = c0;
     slot_ws w;
     qkv_arena ar = qkv_arena_on(c->w.slots + slot * c->w.slot_floats);
-    slot_layout(&ar, d->d_k, d->d_v, &w);
+    slot_layout(&ar, d->d_k, d->d_v, d->kv_dtype == QKV_F32, &w);
     const int decode = tl.rows <= DECODE_ROWS;
     if (decode)
         decode_tile(c, &tl, &w, any);
