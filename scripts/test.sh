@@ -137,7 +137,7 @@ QKV_EXP_STRIDE=${QKV_EXP_STRIDE:-1021} run_suite "ASan+UBSan" build-test-asan -D
     -Db_sanitize=address,undefined -Db_lundef=false "-Dc_args=-fno-sanitize-recover=all -fno-omit-frame-pointer"
 SUITE_TESTS="threads threadpool dispatch" run_suite "TSan" build-test-tsan -Dbench=disabled -Db_sanitize=thread
 if command -v valgrind >/dev/null; then
-    QKV_TEST_ISAS=scalar QKV_EXP_STRIDE=65521 SUITE_TESTS="dot exp softmax gemm attention dispatch" \
+    QKV_TEST_ISAS=scalar QKV_EXP_STRIDE=65521 SUITE_TESTS="dot exp softmax gemm ukernels attention dispatch" \
         SUITE_WRAPPER="valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite -q" \
         run_suite "valgrind memcheck (scalar)" build-test
 else
