@@ -234,9 +234,11 @@ static key_range visible(const qkv_attention_desc *d, size_t b, size_t i)
     if (d->flags & QKV_CAUSAL)
         hi = pn + 1 <= d->n_q ? 0 : qkv_min(hi, pn + 1 - d->n_q); /* j <= p */
     if (d->window) {
+        /* |j - p| < n_q + L always: a wider window hides nothing, and clamped no sum wraps */
+        const size_t w = qkv_min(d->window, d->n_q + L);
         if (!(d->flags & QKV_CAUSAL))
-            hi = pn + d->window <= d->n_q ? 0 : qkv_min(hi, pn + d->window - d->n_q); /* j < p + w */
-        lo = pn + 1 <= d->n_q + d->window ? 0 : pn + 1 - d->n_q - d->window; /* j > p - w */
+            hi = pn + w <= d->n_q ? 0 : qkv_min(hi, pn + w - d->n_q); /* j < p + w */
+        lo = pn + 1 <= d->n_q + w ? 0 : pn + 1 - d->n_q - w; /* j > p - w */
     }
     return (key_range){qkv_min(lo, hi), hi};
 }
