@@ -75,9 +75,13 @@ static size_t elem_size(qkv_dtype t)
     return t == QKV_F32 ? 4 : 2;
 }
 
-/* n 16-bit values from src (any alignment) widened exactly into dst */
+/* n values of type t from src (any alignment) widened exactly into dst (F32: copied) */
 static void widen(qkv_dtype t, const unsigned char *src, float *dst, size_t n)
 {
+    if (t == QKV_F32) {
+        memcpy(dst, src, n * sizeof(float));
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         uint16_t h;
         memcpy(&h, src + 2 * i, sizeof h);
@@ -231,9 +235,11 @@ static key_range visible(const qkv_attention_desc *d, size_t b, size_t i)
     if (d->flags & QKV_CAUSAL)
         hi = pn + 1 <= d->n_q ? 0 : qkv_min(hi, pn + 1 - d->n_q); /* j <= p */
     if (d->window) {
+        /* |j - p| < n_q + L always: a wider window hides nothing, and clamped no sum wraps */
+        const size_t w = qkv_min(d->window, d->n_q + L);
         if (!(d->flags & QKV_CAUSAL))
-            hi = pn + d->window <= d->n_q ? 0 : qkv_min(hi, pn + d->window - d->n_q); /* j < p + w */
-        lo = pn + 1 <= d->n_q + d->window ? 0 : pn + 1 - d->n_q - d->window; /* j > p - w */
+            hi = pn + w <= d->n_q ? 0 : qkv_min(hi, pn + w - d->n_q); /* j < p + w */
+        lo = pn + 1 <= d->n_q + w ? 0 : pn + 1 - d->n_q - w; /* j > p - w */
     }
     return (key_range){qkv_min(lo, hi), hi};
 }
@@ -304,7 +310,9 @@ static void decode_tile(const core *c, const tile *tl, const slot_ws *w, key_ran
             qs[r * d->d_k + x] = c->scale * qr[x];
     }
     memset(oacc, 0, tl->rows * d->d_v * sizeof(float)); /* read by the first gemv_n (beta = a) */
-    const int f32 = d->kv_dtype == QKV_F32;
+    /* F32 rows are read in place only where they can be gemv operands (ld >= row length);
+       a token stride below it (0: broadcast) is copied like F16/BF16 is widened */
+    const int f32 = d->kv_dtype == QKV_F32 && d->k_stride[2] >= d->d_k && d->v_stride[2] >= d->d_v;
     for (size_t j0 = any.lo; j0 < any.hi; j0 += DECODE_KV) {
         const size_t n = qkv_min(DECODE_KV, any.hi - j0);
         const float *kt, *vt;
@@ -314,7 +322,7 @@ static void decode_tile(const core *c, const tile *tl, const slot_ws *w, key_ran
             vt = (const float *)(const void *)kv_row(c, tl, c->v, d->v_stride, j0);
             ldk = d->k_stride[2];
             ldv = d->v_stride[2];
-        } else { /* widened once for every row */
+        } else { /* widened (or copied) once for every row */
             widen_rows(c, tl, 0, j0, n, w->kw);
             widen_rows(c, tl, 1, j0, n, w->vw);
             kt = w->kw;
