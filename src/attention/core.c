@@ -163,13 +163,20 @@ static size_t dv_pad(size_t d_v)
     return d_v > SIZE_MAX - BR ? SIZE_MAX : qkv_round_up(d_v, BR); /* a multiple of every NR */
 }
 
+/* 1 if K and V rows are read in place as float gemv operands (F32, and a token stride of
+   at least the row: not a broadcast); else the decode path copies or widens K/V tiles */
+static int kv_in_place(const qkv_attention_desc *d)
+{
+    return d->kv_dtype == QKV_F32 && d->k_stride[2] >= d->d_k && d->v_stride[2] >= d->d_v;
+}
+
 static void slot_layout(qkv_arena *ar, size_t d_k, size_t d_v, int f32, slot_ws *w)
 {
     const size_t dvp = dv_pad(d_v);
     w->qt = qkv_arena_array(ar, d_k, BR);
     w->st = qkv_arena_array(ar, BC, LDS);
     w->vp = qkv_arena_array(ar, dvp, BC);
-    /* F32: only the K edge rows; F16/BF16: the widened K and V tiles */
+    /* in place: only the K edge rows; else the widened (or copied) K and V tiles */
     w->kw = qkv_arena_array(ar, d_k, f32 ? MR_MAX : qkv_max(BC + MR_MAX, DECODE_KV));
     w->vw = f32 ? NULL : qkv_arena_array(ar, d_v, qkv_max(BC, DECODE_KV));
     w->oacc = qkv_arena_array(ar, dvp, BR + MR_MAX);
@@ -198,7 +205,7 @@ static void layout(qkv_arena *ar, const qkv_attention_desc *d, const plan *p, si
     }
     qkv_arena one = qkv_arena_sizer();
     slot_ws s;
-    slot_layout(&one, d->d_k, d->d_v, d->kv_dtype == QKV_F32, &s);
+    slot_layout(&one, d->d_k, d->d_v, kv_in_place(d), &s);
     if (one.overflow) {
         ar->overflow = 1;
         return;
@@ -312,7 +319,7 @@ static void decode_tile(const core *c, const tile *tl, const slot_ws *w, key_ran
     memset(oacc, 0, tl->rows * d->d_v * sizeof(float)); /* read by the first gemv_n (beta = a) */
     /* F32 rows are read in place only where they can be gemv operands (ld >= row length);
        a token stride below it (0: broadcast) is copied like F16/BF16 is widened */
-    const int f32 = d->kv_dtype == QKV_F32 && d->k_stride[2] >= d->d_k && d->v_stride[2] >= d->d_v;
+    const int f32 = kv_in_place(d);
     for (size_t j0 = any.lo; j0 < any.hi; j0 += DECODE_KV) {
         const size_t n = qkv_min(DECODE_KV, any.hi - j0);
         const float *kt, *vt;
@@ -518,7 +525,7 @@ static void run_item(void *ctx, size_t item, size_t slot)
         any.lo = any.hi = c0;
     slot_ws w;
     qkv_arena ar = qkv_arena_on(c->w.slots + slot * c->w.slot_floats);
-    slot_layout(&ar, d->d_k, d->d_v, d->kv_dtype == QKV_F32, &w);
+    slot_layout(&ar, d->d_k, d->d_v, kv_in_place(d), &w);
     const int decode = tl.rows <= DECODE_ROWS;
     if (decode)
         decode_tile(c, &tl, &w, any);
