@@ -5,7 +5,7 @@
  *
  * Accuracy: widening is exact; narrowing rounds to nearest even, overflows to inf (F16
  * past 65504) and keeps NaN a NaN (quiet), as kernels.h states. Every ISA gives the same
- * bits for every input, NaNs included (they come out quiet); the test checks NaN-ness only.
+ * bits for all non-NaN inputs; NaNs come out quiet (the test checks NaN-ness, not payloads).
  * Four vectors per iteration so that the conversions of independent vectors overlap; the
  * tail is one masked (AVX-512) or buffered (AVX2, NEON) vector: no element past n is
  * touched on either side.
