@@ -157,6 +157,24 @@ QKV_API qkv_status qkv_gemm_ex(qkv_trans ta, qkv_trans tb, size_t m, size_t n, s
                                float beta, float *c, size_t ldc,
                                const qkv_threadpool *tp, void *ws, size_t ws_size);
 
+/* ---- Data types and conversions --------------------------------------------------- *
+ * Element types of tensors that need not be float (the attention descriptor's K/V type):
+ * F16 is IEEE 754 binary16, BF16 is bfloat16 (the high 16 bits of a float), each passed as
+ * 16-bit patterns (uint16_t, _Float16, __bf16 ...). */
+typedef enum qkv_dtype { QKV_F32 = 0, QKV_F16 = 1, QKV_BF16 = 2 } qkv_dtype;
+
+/* dst[i] = src[i] converted; F32 -> F16 and F32 -> BF16 round to nearest even, keep
+   infinities and NaN (a NaN stays a NaN), overflow to infinity (F16 past 65504);
+   F16/BF16 -> F32 is exact. One allowance: F32 -> BF16 may turn a subnormal F32 input into
+   a zero of the same sign (the AVX512_BF16 converter does); everything else is exact RNE.
+   F16 <-> BF16 goes through float (exact), so it rounds once, to nearest even, with
+   overflow to infinity. The same type on both sides is a copy of the bits. src and dst
+   must not overlap unless they are equal and the element sizes match. Any pair of
+   qkv_dtype values; QKV_ERR_ARG for an unknown type or a NULL pointer with n > 0 (then
+   nothing is written); n == 0 does nothing (NULL pointers allowed). Never reads or writes
+   outside the n elements of each array, any alignment; never allocates. */
+QKV_API qkv_status qkv_convert(const void *src, qkv_dtype src_type, void *dst, qkv_dtype dst_type, size_t n);
+
 /* ---- Attention --------------------------------------------------------------------- *
  * All inputs contiguous row-major; outputs must not overlap inputs. Every function checks
  * all arguments before writing anything: on any error no output byte is modified.
@@ -252,9 +270,6 @@ QKV_API qkv_status qkv_mha_forward(const qkv_mha *m, size_t batch,
 /* ---- Batched attention: qkv_attention ----------------------------------------------- *
  * One call computes every (batch item, query head) of scaled dot-product attention in the
  * layouts that models use, fused (no n_q x n_kv buffer), spread over a thread pool. */
-
-/* Element type of K and V */
-typedef enum qkv_dtype { QKV_F32 = 0, QKV_F16 = 1, QKV_BF16 = 2 } qkv_dtype;
 
 typedef struct qkv_attention_desc {
     size_t batch, n_heads; /* B >= 1, H >= 1 query heads */

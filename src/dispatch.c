@@ -88,6 +88,27 @@ static __attribute__((unused)) int cpu_x86_avx512(void)
 #endif
 }
 
+/* AVX512_BF16 (CPUID leaf 7 subleaf 1, EAX bit 5) on top of AVX-512: not an ISA of the
+   list, a variant of the AVX-512 table (table_avx512_bf16) */
+static __attribute__((unused)) int cpu_x86_avx512_bf16(void)
+{
+#ifdef QKV_X86
+    if (!cpu_x86_avx512())
+        return 0;
+#ifdef QKV_AVX512_EMULATION
+    return 1; /* test build: vcvtneps2bf16 is emulated too */
+#endif
+    unsigned a, b, c, d;
+    __cpuid_count(7, 0, a, b, c, d);
+    if (a < 1) /* highest subleaf of leaf 7 */
+        return 0;
+    __cpuid_count(7, 1, a, b, c, d);
+    return (a >> 5) & 1;
+#else
+    return 0;
+#endif
+}
+
 static __attribute__((unused)) int cpu_arm_neon(void)
 {
 #if defined(__aarch64__) && defined(__linux__) && defined(HWCAP_ASIMD)
@@ -99,9 +120,10 @@ static __attribute__((unused)) int cpu_arm_neon(void)
 #endif
 }
 
-/* one table per ISA of this build: every kernel of that ISA (kernels.h) */
-#define QKV_TABLE(ID, name)                                                                      \
-    static const qkv_kernels table_##name = {                                                     \
+/* one table per ISA of this build: every kernel of that ISA (kernels.h); f32_bf16 is the
+   cvt_f32_bf16 kernel, the one field with a variant (below) */
+#define QKV_TABLE_INIT(ID, name, f32_bf16)                                                       \
+    {                                                                                            \
         .isa = QKV_ISA_##ID,                                                                     \
         .dot = qkv_dot_f32_##name,                                                                \
         .exp = qkv_exp_f32_##name,                                                                \
@@ -109,9 +131,24 @@ static __attribute__((unused)) int cpu_arm_neon(void)
         .gemm = &qkv_gemm_f32_##name,                                                             \
         .attn_update = qkv_attn_update_f32_##name,                                                \
         .softcap = qkv_softcap_f32_##name,                                                        \
-    };
+        .cvt_f16_f32 = qkv_cvt_f16_f32_##name,                                                    \
+        .cvt_f32_f16 = qkv_cvt_f32_f16_##name,                                                    \
+        .cvt_bf16_f32 = qkv_cvt_bf16_f32_##name,                                                  \
+        .cvt_f32_bf16 = f32_bf16,                                                                 \
+    }
+#define QKV_TABLE(ID, name) static const qkv_kernels table_##name = QKV_TABLE_INIT(ID, name, qkv_cvt_f32_bf16_##name);
 QKV_ISA_BUILT(QKV_TABLE)
 #undef QKV_TABLE
+
+/* The AVX-512 table on CPUs with AVX512_BF16: F32 -> BF16 by vcvtneps2bf16 (a unit of its
+   own, compiled with -mavx512bf16). table_for() hands it out instead of table_avx512 when
+   init_once() found the extension, so qkv_isa_select(QKV_ISA_AVX512) and detection pick it
+   alike; qkv_kernels_built() lists the plain table (same GEMM). */
+#ifdef QKV_HAVE_AVX512_BF16
+static const qkv_kernels table_avx512_bf16 = QKV_TABLE_INIT(AVX512, avx512, qkv_cvt_f32_bf16_avx512bf16);
+static int g_avx512_bf16; /* written once inside pthread_once, before any table_for() */
+#endif
+#undef QKV_TABLE_INIT
 
 /* arrays indexed by qkv_isa have QKV_ISA_COUNT entries: every enum value of the list fits */
 #define QKV_CHECK_ENUM(ID, ...) _Static_assert((int)QKV_ISA_##ID < (int)QKV_ISA_COUNT, "enum outside the list");
@@ -121,6 +158,10 @@ QKV_ISA_LIST(QKV_CHECK_ENUM)
 /* the table of a built ISA, NULL for one this build does not carry */
 static const qkv_kernels *table_for(qkv_isa isa)
 {
+#ifdef QKV_HAVE_AVX512_BF16
+    if (isa == QKV_ISA_AVX512 && g_avx512_bf16)
+        return &table_avx512_bf16;
+#endif
     switch (isa) {
 #define QKV_CASE(ID, name)                                                                       \
     case QKV_ISA_##ID:                                                                           \
@@ -158,6 +199,9 @@ static int isa_usable(qkv_isa isa)
 
 static void init_once(void)
 {
+#ifdef QKV_HAVE_AVX512_BF16
+    g_avx512_bf16 = cpu_x86_avx512_bf16();
+#endif
     g_detected = QKV_ISA_SCALAR;
 #define QKV_DETECT(ID, name, detect, ...)                                                             \
     g_supported[QKV_ISA_##ID] = table_for(QKV_ISA_##ID) != NULL && (detect);                     \

@@ -12,6 +12,7 @@
 #define QKV_KERNELS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "isa_list.h"
 #include "qkv.h"
@@ -93,6 +94,25 @@ typedef void (*qkv_attn_update_fn)(size_t rows, size_t cols, float *s, size_t ld
  * tanh within 2 ULP; NaN stays NaN; +-inf gives +-cap. Touches only x[0 .. n). */
 typedef void (*qkv_softcap_fn)(float *x, size_t n, float cap);
 
+/* ---- Conversions between float and 16-bit floats (kernels/convert_f32.h) -----------------
+ * F16 is IEEE binary16 (1 sign, 5 exponent, 10 mantissa bits), BF16 is bfloat16 (the high
+ * half of a binary32); both are passed as their uint16_t bit patterns.
+ *   cvt_f16_f32(src, dst, n), cvt_bf16_f32(src, dst, n)    dst[i] = (float)src[i], exact
+ *       (every F16 and BF16 value is a float). A NaN stays a NaN of the same sign (F16: made
+ *       quiet, payload kept in the high mantissa bits; BF16: the bits exactly).
+ *   cvt_f32_f16(src, dst, n)     round to nearest even; |x| >= 65520 (inf included) gives
+ *       inf of the sign of x; results below 2^-14 are subnormal (rounded, not flushed);
+ *       NaN gives a quiet NaN of the same sign.
+ *   cvt_f32_bf16(src, dst, n)    round to nearest even; overflow to inf; NaN gives a quiet
+ *       NaN of the same sign. One allowance: a subnormal input may give a zero of its sign
+ *       (the AVX512_BF16 converter, chosen at init where the CPU has it, does: DAZ); the
+ *       integer path of every ISA rounds subnormals exactly.
+ * n may be 0 (pointers may then be NULL). src and dst must not overlap. None reads or
+ * writes outside [0, n) of either array, for any alignment (no alignment required). They
+ * are the widening step a driver applies to F16/BF16 K and V tiles while packing. */
+typedef void (*qkv_cvt_widen_fn)(const uint16_t *src, float *dst, size_t n);
+typedef void (*qkv_cvt_narrow_fn)(const float *src, uint16_t *dst, size_t n);
+
 typedef struct qkv_kernels {
     qkv_isa isa;
     qkv_dot_fn dot;
@@ -101,6 +121,10 @@ typedef struct qkv_kernels {
     const qkv_gemm_kernels *gemm;
     qkv_attn_update_fn attn_update;
     qkv_softcap_fn softcap;
+    qkv_cvt_widen_fn cvt_f16_f32;
+    qkv_cvt_narrow_fn cvt_f32_f16;
+    qkv_cvt_widen_fn cvt_bf16_f32;
+    qkv_cvt_narrow_fn cvt_f32_bf16;
 } qkv_kernels;
 
 /* The table in use now (never NULL). */
@@ -122,8 +146,9 @@ qkv_status qkv_gemm_run(const qkv_gemm_kernels *g, const qkv_threadpool *tp, qkv
                         float beta, float *c, size_t ldc, void *ws, size_t ws_size);
 
 /* Per-ISA kernels, compiled with that ISA's flags only: every one in the ISA's unit
-   src/kernels/<name>.c (through kernels/instantiate.h), named <kernel>_f32_<name>. Declared
-   for every ISA of src/isa_list.h; only those of isa_built.h exist in a given build. */
+   src/kernels/<name>.c (through kernels/instantiate.h), named <kernel>_f32_<name> (the
+   conversions <kernel>_<name>). Declared for every ISA of src/isa_list.h; only those of
+   isa_built.h exist in a given build. */
 #define QKV_DECLARE_ISA(ID, name, ...)                                                       \
     float qkv_dot_f32_##name(const float *a, const float *b, size_t n);                       \
     void qkv_exp_f32_##name(const float *x, float *y, size_t n);                              \
@@ -131,8 +156,19 @@ qkv_status qkv_gemm_run(const qkv_gemm_kernels *g, const qkv_threadpool *tp, qkv
     extern const qkv_gemm_kernels qkv_gemm_f32_##name;                                        \
     void qkv_attn_update_f32_##name(size_t rows, size_t cols, float *s, size_t lds, float *m, float *l, float *o, \
                                     size_t ldo, size_t d_o);                                   \
-    void qkv_softcap_f32_##name(float *x, size_t n, float cap);
+    void qkv_softcap_f32_##name(float *x, size_t n, float cap);                               \
+    void qkv_cvt_f16_f32_##name(const uint16_t *src, float *dst, size_t n);                   \
+    void qkv_cvt_f32_f16_##name(const float *src, uint16_t *dst, size_t n);                   \
+    void qkv_cvt_bf16_f32_##name(const uint16_t *src, float *dst, size_t n);                  \
+    void qkv_cvt_f32_bf16_##name(const float *src, uint16_t *dst, size_t n);
 QKV_ISA_LIST(QKV_DECLARE_ISA)
 #undef QKV_DECLARE_ISA
+
+/* cvt_f32_bf16 with AVX512_BF16 vcvtneps2bf16 (kernels/avx512_bf16.c, its own unit with
+   -mavx512bf16; built when meson defines QKV_HAVE_AVX512_BF16): the AVX-512 table's
+   cvt_f32_bf16 on CPUs that have the extension (CPUID 7.1 EAX bit 5). Subnormal inputs
+   give zeros of their sign (the instruction treats them as zero); otherwise the same bits
+   as the integer path. */
+void qkv_cvt_f32_bf16_avx512bf16(const float *src, uint16_t *dst, size_t n);
 
 #endif

@@ -76,23 +76,23 @@ static inline int isa_list(qkv_isa *out)
 /* ---- guard-page buffers -------------------------------------------------------------
  * guarded_alloc(n, GUARD_AFTER): n floats ending exactly at a PROT_NONE page, so any access
  * to element n faults. GUARD_BEFORE: n floats starting right after a PROT_NONE page.
+ * guarded_alloc_u16: the same for n uint16_t (F16/BF16 arrays).
  * The rest of the accessible pages are filled with a canary byte and checked by
  * guarded_free(), which catches stray writes that stay inside the mapping. */
 enum { GUARD_AFTER = 0, GUARD_BEFORE = 1 };
 typedef struct guarded {
     unsigned char *map;
     size_t map_len, page;
-    float *p;
-    size_t n;
+    unsigned char *p; /* the array */
+    size_t bytes;
     int where;
 } guarded;
 
 #define CANARY 0xA5
 
-static inline float *guarded_alloc(guarded *g, size_t n, int where)
+static inline void *guarded_alloc_bytes(guarded *g, size_t bytes, int where)
 {
     const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    const size_t bytes = n * sizeof(float);
     const size_t data_pages = (bytes + page - 1) / page + 1;
     g->page = page;
     g->map_len = (data_pages + 1) * page;
@@ -102,16 +102,26 @@ static inline float *guarded_alloc(guarded *g, size_t n, int where)
         exit(2);
     }
     memset(g->map, CANARY, g->map_len);
-    g->n = n;
+    g->bytes = bytes;
     g->where = where;
     if (where == GUARD_AFTER) {
         mprotect(g->map + data_pages * page, page, PROT_NONE);
-        g->p = (float *)(g->map + data_pages * page - bytes);
+        g->p = g->map + data_pages * page - bytes;
     } else {
         mprotect(g->map, page, PROT_NONE);
-        g->p = (float *)(g->map + page);
+        g->p = g->map + page;
     }
     return g->p;
+}
+
+static inline float *guarded_alloc(guarded *g, size_t n, int where)
+{
+    return guarded_alloc_bytes(g, n * sizeof(float), where);
+}
+
+static inline uint16_t *guarded_alloc_u16(guarded *g, size_t n, int where)
+{
+    return guarded_alloc_bytes(g, n * sizeof(uint16_t), where);
 }
 
 /* returns 1 if the canary bytes around the array are intact */
@@ -119,7 +129,7 @@ static inline int guarded_free(guarded *g)
 {
     const unsigned char *lo = g->where == GUARD_AFTER ? g->map : g->map + g->page;
     const unsigned char *hi = g->where == GUARD_AFTER ? g->map + g->map_len - g->page : g->map + g->map_len;
-    const unsigned char *a = (const unsigned char *)g->p, *b = (const unsigned char *)(g->p + g->n);
+    const unsigned char *a = g->p, *b = g->p + g->bytes;
     int ok = 1;
     for (const unsigned char *c = lo; c < a; c++)
         ok &= *c == CANARY;

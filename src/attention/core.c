@@ -75,41 +75,6 @@ static size_t elem_size(qkv_dtype t)
     return t == QKV_F32 ? 4 : 2;
 }
 
-/* n values of type t from src (any alignment) widened exactly into dst (F32: copied) */
-static void widen(qkv_dtype t, const unsigned char *src, float *dst, size_t n)
-{
-    if (t == QKV_F32) {
-        memcpy(dst, src, n * sizeof(float));
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        uint16_t h;
-        memcpy(&h, src + 2 * i, sizeof h);
-        uint32_t u;
-        if (t == QKV_BF16) {
-            u = (uint32_t)h << 16;
-        } else { /* binary16: sign, 5-bit exponent (bias 15), 10-bit fraction */
-            const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, f = h & 0x3ffu;
-            if (e == 0x1f) {
-                u = sign | 0x7f800000u | (f << 13); /* inf, NaN (payload kept) */
-            } else if (e != 0) {
-                u = sign | ((e + 112) << 23) | (f << 13);
-            } else if (f == 0) {
-                u = sign;
-            } else { /* subnormal: f 2^-24, normalised */
-                int k = 0;
-                uint32_t m = f;
-                while (!(m & 0x400u)) {
-                    m <<= 1;
-                    k++;
-                }
-                u = sign | ((uint32_t)(113 - k) << 23) | ((m & 0x3ffu) << 13);
-            }
-        }
-        memcpy(dst + i, &u, sizeof u);
-    }
-}
-
 /* ---- the plan ------------------------------------------------------------------------ */
 
 typedef struct plan {
@@ -285,7 +250,11 @@ static void widen_rows(const core *c, const tile *tl, int is_v, size_t j, size_t
     const size_t *stride = is_v ? d->v_stride : d->k_stride;
     for (size_t r = 0; r < n; r++) {
         const unsigned char *src = kv_row(c, tl, is_v ? c->v : c->k, stride, j + r);
-        widen(d->kv_dtype, src, dst + r * cols, cols);
+        if (d->kv_dtype == QKV_F32) /* a broadcast or overlapping row: copied */
+            memcpy(dst + r * cols, src, cols * sizeof(float));
+        else /* the table's exact widening (F16C, vcvtph2ps, a shift for BF16, NEON fcvtl) */
+            (d->kv_dtype == QKV_F16 ? c->t->cvt_f16_f32 : c->t->cvt_bf16_f32)((const uint16_t *)(const void *)src,
+                                                                             dst + r * cols, cols);
     }
 }
 

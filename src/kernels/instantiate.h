@@ -6,7 +6,9 @@
  *                         (kernels/gemm_f32.h), justified in the unit's header; MR and
  *                         NR = NV x VL must be the tile src/isa_list.h names
  * and includes its vector layer kernels/simd/<isa>.h. Every kernel is then named
- * <kernel>_f32_<isa> (qkv_dot_f32_avx2, qkv_gemm_f32_avx2, ...), as kernels.h declares. */
+ * <kernel>_f32_<isa> (qkv_dot_f32_avx2, qkv_gemm_f32_avx2, ...), as kernels.h declares;
+ * the conversions, whose names already say both types, are <kernel>_<isa>
+ * (qkv_cvt_f16_f32_avx2: F16 -> F32), through QKV_ISA_FN. */
 #ifndef QKV_KERNEL_ISA
 #error "define QKV_KERNEL_ISA before including kernels/instantiate.h"
 #endif
@@ -16,6 +18,9 @@
 #define QKV_FN_CAT(name, isa) name##_f32_##isa
 #define QKV_FN_EXPAND(name, isa) QKV_FN_CAT(name, isa)
 #define QKV_FN(name) QKV_FN_EXPAND(name, QKV_KERNEL_ISA)
+#define QKV_ISA_FN_CAT(name, isa) name##_##isa
+#define QKV_ISA_FN_EXPAND(name, isa) QKV_ISA_FN_CAT(name, isa)
+#define QKV_ISA_FN(name) QKV_ISA_FN_EXPAND(name, QKV_KERNEL_ISA)
 
 #include "kernels/dot_f32.h"
 #include "kernels/exp_f32.h"
@@ -23,6 +28,7 @@
 #include "kernels/gemm_f32.h"
 #include "kernels/attn_update_f32.h"
 #include "kernels/softcap_f32.h"
+#include "kernels/convert_f32.h"
 
 #define QKV_TILE_OF(what, isa) QKV_TILE_CAT(what, isa)
 #define QKV_TILE_CAT(what, isa) QKV_GEMM_##what##_##isa

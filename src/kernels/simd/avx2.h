@@ -106,4 +106,44 @@ static inline float vf_reduce_min(vf v)
     return _mm_cvtss_f32(s);
 }
 
+/* ---- 16-bit floats (kernels/convert_f32.h): vh holds VL binary16 or bfloat16 values ----
+ * No 16-bit masked loads in AVX2: a tail of r < 8 goes through an 8-element stack buffer. */
+typedef __m128i vh;
+
+static inline vh vh_load(const uint16_t *p) { return _mm_loadu_si128((const __m128i *)p); }
+static inline void vh_store(uint16_t *p, vh h) { _mm_storeu_si128((__m128i *)p, h); }
+static inline vh vh_load_n(const uint16_t *p, size_t r)
+{
+    uint16_t buf[VL] = {0};
+    for (size_t i = 0; i < r; i++)
+        buf[i] = p[i];
+    return _mm_loadu_si128((const __m128i *)buf);
+}
+static inline void vh_store_n(uint16_t *p, size_t r, vh h)
+{
+    uint16_t buf[VL];
+    _mm_storeu_si128((__m128i *)buf, h);
+    for (size_t i = 0; i < r; i++)
+        p[i] = buf[i];
+}
+
+/* binary16 <-> float with F16C: exact widening, round-to-nearest-even narrowing */
+static inline vf vf_from_f16(vh h) { return _mm256_cvtph_ps(h); }
+static inline vh vh_from_f32_f16(vf v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+/* bfloat16 -> float, exact: the 16 bits become the high half of the float */
+static inline vf vf_from_bf16(vh h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+/* float -> bfloat16, round to nearest even on the bits (x + 0x7fff + bit 16 of x, high
+   half); NaN: the high half with the quiet bit set. The 32-bit results are < 2^16, so the
+   signed-saturating pack is exact. */
+static inline vh vh_from_f32_bf16(vf v)
+{
+    const __m256i x = _mm256_castps_si256(v);
+    const __m256i hi = _mm256_srli_epi32(x, 16);
+    const __m256i bias = _mm256_add_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(1)), _mm256_set1_epi32(0x7fff));
+    const __m256i rne = _mm256_srli_epi32(_mm256_add_epi32(x, bias), 16);
+    const __m256i qnan = _mm256_or_si256(hi, _mm256_set1_epi32(0x40));
+    const __m256i r = _mm256_blendv_epi8(rne, qnan, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+    return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+}
+
 #endif

@@ -6,6 +6,7 @@
 #define QKV_SIMD_AVX512_H
 
 #include <stddef.h>
+#include <stdint.h>
 #ifdef QKV_AVX512_EMULATION
 #include "kernels/simd/avx512_emu.h" /* test build only: plain-C _mm512 intrinsics on AVX2 hosts */
 #else
@@ -89,6 +90,42 @@ static inline float vf_reduce_min(vf v)
     h = _mm_min_ps(h, _mm_movehl_ps(h, h));
     h = _mm_min_ss(h, _mm_movehdup_ps(h));
     return _mm_cvtss_f32(h);
+}
+
+/* ---- 16-bit floats (kernels/convert_f32.h): vh holds VL binary16 or bfloat16 values ----
+ * Tails: __mmask32 masked 16-bit loads and stores on the low half of a ZMM register. */
+typedef __m256i vh;
+
+static inline vh vh_load(const uint16_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
+static inline void vh_store(uint16_t *p, vh h) { _mm256_storeu_si256((__m256i *)p, h); }
+static inline __mmask32 vh_first(size_t r) { return (__mmask32)((1u << r) - 1u); }
+/* lanes [0, r) from p, the others 0; touches only p[0..r) */
+static inline vh vh_load_n(const uint16_t *p, size_t r)
+{
+    return _mm512_castsi512_si256(_mm512_maskz_loadu_epi16(vh_first(r), p));
+}
+static inline void vh_store_n(uint16_t *p, size_t r, vh h)
+{
+    _mm512_mask_storeu_epi16(p, vh_first(r), _mm512_castsi256_si512(h));
+}
+
+/* binary16 -> float, exact (vcvtph2ps; a signaling NaN comes back quiet) */
+static inline vf vf_from_f16(vh h) { return _mm512_cvtph_ps(h); }
+/* float -> binary16, round to nearest even (vcvtps2ph): overflow to inf, NaN quieted */
+static inline vh vh_from_f32_f16(vf v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+/* bfloat16 -> float, exact: the 16 bits become the high half of the float */
+static inline vf vf_from_bf16(vh h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+/* float -> bfloat16, round to nearest even on the bits: x + 0x7fff + (bit 16 of x), then
+   the high half (a carry out of the mantissa steps the exponent, up to inf); NaN: the high
+   half with the quiet bit set, so no payload can round into an infinity */
+static inline vh vh_from_f32_bf16(vf v)
+{
+    const __m512i x = _mm512_castps_si512(v);
+    const __m512i hi = _mm512_srli_epi32(x, 16);
+    const __m512i bias = _mm512_add_epi32(_mm512_and_si512(hi, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7fff));
+    const __m512i rne = _mm512_srli_epi32(_mm512_add_epi32(x, bias), 16);
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(rne, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40))));
 }
 
 #endif

@@ -23,9 +23,17 @@ typedef struct qkv_emu_m512 {
     float f[16];
 } qkv_emu_m512;
 typedef uint16_t qkv_emu_mmask16;
+/* 512 integer bits as 16 dwords or 32 words (lane i of d = words 2i, 2i + 1: x86 order) */
+typedef union qkv_emu_m512i {
+    uint32_t d[16];
+    uint16_t w[32];
+} qkv_emu_m512i;
+typedef uint32_t qkv_emu_mmask32;
 
 #define __m512 qkv_emu_m512
 #define __mmask16 qkv_emu_mmask16
+#define __m512i qkv_emu_m512i
+#define __mmask32 qkv_emu_mmask32
 
 #define QKV_EMU_MAP1(name, expr)                                                                 \
     static inline qkv_emu_m512 qkv_emu_##name(qkv_emu_m512 a)                                     \
@@ -173,6 +181,204 @@ static inline __m256 qkv_emu_castps512_ps256(qkv_emu_m512 a) { return _mm256_loa
 
 static inline __m256 qkv_emu_extractf32x8_ps(qkv_emu_m512 a, int imm) { return _mm256_loadu_ps(a.f + 8 * (imm & 1)); }
 
+/* ---- integer lanes and 16-bit floats (kernels/convert_f32.h, kernels/avx512_bf16.c) ---- */
+
+static inline float qkv_emu_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+static inline uint32_t qkv_emu_u32(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+#define QKV_EMU_MAPI2(name, expr)                                                                \
+    static inline qkv_emu_m512i qkv_emu_##name(qkv_emu_m512i a, qkv_emu_m512i b)                  \
+    {                                                                                            \
+        qkv_emu_m512i r;                                                                         \
+        for (int i = 0; i < 16; i++) {                                                           \
+            const uint32_t x = a.d[i], y = b.d[i];                                               \
+            r.d[i] = (expr);                                                                     \
+        }                                                                                        \
+        return r;                                                                                \
+    }
+QKV_EMU_MAPI2(add_epi32, x + y)
+QKV_EMU_MAPI2(and_si512, x & y)
+QKV_EMU_MAPI2(or_si512, x | y)
+
+static inline qkv_emu_m512i qkv_emu_set1_epi32(int a)
+{
+    qkv_emu_m512i r;
+    for (int i = 0; i < 16; i++)
+        r.d[i] = (uint32_t)a;
+    return r;
+}
+
+/* logical shifts by an immediate; counts above 31 give 0 */
+static inline qkv_emu_m512i qkv_emu_srli_epi32(qkv_emu_m512i a, unsigned imm)
+{
+    for (int i = 0; i < 16; i++)
+        a.d[i] = imm > 31 ? 0 : a.d[i] >> imm;
+    return a;
+}
+static inline qkv_emu_m512i qkv_emu_slli_epi32(qkv_emu_m512i a, unsigned imm)
+{
+    for (int i = 0; i < 16; i++)
+        a.d[i] = imm > 31 ? 0 : a.d[i] << imm;
+    return a;
+}
+
+static inline qkv_emu_m512i qkv_emu_mask_mov_epi32(qkv_emu_m512i src, qkv_emu_mmask16 k, qkv_emu_m512i a)
+{
+    for (int i = 0; i < 16; i++)
+        if ((k >> i) & 1)
+            src.d[i] = a.d[i];
+    return src;
+}
+
+/* only the predicate _CMP_UNORD_Q (either operand NaN) is emulated */
+static inline qkv_emu_mmask16 qkv_emu_cmp_ps_mask(qkv_emu_m512 a, qkv_emu_m512 b, int imm)
+{
+    qkv_emu_mmask16 k = 0;
+    for (int i = 0; i < 16; i++)
+        if (imm == _CMP_UNORD_Q && (isnan(a.f[i]) || isnan(b.f[i])))
+            k |= (qkv_emu_mmask16)(1u << i);
+    return k;
+}
+
+static inline qkv_emu_m512i qkv_emu_castps_si512(qkv_emu_m512 a)
+{
+    qkv_emu_m512i r;
+    for (int i = 0; i < 16; i++)
+        r.d[i] = qkv_emu_u32(a.f[i]);
+    return r;
+}
+static inline qkv_emu_m512 qkv_emu_castsi512_ps(qkv_emu_m512i a)
+{
+    qkv_emu_m512 r;
+    for (int i = 0; i < 16; i++)
+        r.f[i] = qkv_emu_f32(a.d[i]);
+    return r;
+}
+static inline __m256i qkv_emu_castsi512_si256(qkv_emu_m512i a) { return _mm256_loadu_si256((const __m256i *)a.w); }
+/* the upper 256 bits are undefined for the real cast; zero here */
+static inline qkv_emu_m512i qkv_emu_castsi256_si512(__m256i a)
+{
+    qkv_emu_m512i r = {{0}};
+    _mm256_storeu_si256((__m256i *)r.w, a);
+    return r;
+}
+
+/* vpmovzxwd: 16 words -> 16 dwords, zero-extended */
+static inline qkv_emu_m512i qkv_emu_cvtepu16_epi32(__m256i a)
+{
+    uint16_t w[16];
+    _mm256_storeu_si256((__m256i *)w, a);
+    qkv_emu_m512i r;
+    for (int i = 0; i < 16; i++)
+        r.d[i] = w[i];
+    return r;
+}
+/* vpmovdw: 16 dwords -> 16 words, truncated */
+static inline __m256i qkv_emu_cvtepi32_epi16(qkv_emu_m512i a)
+{
+    uint16_t w[16];
+    for (int i = 0; i < 16; i++)
+        w[i] = (uint16_t)a.d[i];
+    return _mm256_loadu_si256((const __m256i *)w);
+}
+
+static inline qkv_emu_m512i qkv_emu_maskz_loadu_epi16(qkv_emu_mmask32 k, const void *p)
+{
+    qkv_emu_m512i r = {{0}};
+    for (int i = 0; i < 32; i++)
+        if ((k >> i) & 1)
+            r.w[i] = ((const uint16_t *)p)[i];
+    return r;
+}
+static inline void qkv_emu_mask_storeu_epi16(void *p, qkv_emu_mmask32 k, qkv_emu_m512i a)
+{
+    for (int i = 0; i < 32; i++)
+        if ((k >> i) & 1)
+            ((uint16_t *)p)[i] = a.w[i];
+}
+
+/* vcvtph2ps: binary16 -> binary32, exact; a NaN keeps sign and payload and is made quiet */
+static inline qkv_emu_m512 qkv_emu_cvtph_ps(__m256i a)
+{
+    uint16_t w[16];
+    _mm256_storeu_si256((__m256i *)w, a);
+    qkv_emu_m512 r;
+    for (int i = 0; i < 16; i++) {
+        const int e = (w[i] >> 10) & 0x1f, m = w[i] & 0x3ff;
+        const float mag = e == 0x1f ? (m ? qkv_emu_f32(0x7fc00000u | (uint32_t)m << 13) : INFINITY)
+                          : e == 0  ? ldexpf((float)m, -24)
+                                    : ldexpf((float)(m | 0x400), e - 25);
+        r.f[i] = (w[i] & 0x8000) ? -mag : mag;
+    }
+    return r;
+}
+
+/* vcvtps2ph with imm rounding to nearest even (0, or 8 = no exceptions; others are not
+   emulated and give NaN): the nearest binary16 by its neighbours in double; ties to the
+   even pattern; |x| >= 65520 -> inf; a NaN keeps sign and high payload bits, made quiet */
+static inline uint16_t qkv_emu_f32_to_f16(float x, int imm)
+{
+    const uint16_t sign = (uint16_t)((qkv_emu_u32(x) >> 16) & 0x8000);
+    if ((imm & 7) != 0)
+        return 0x7e00;
+    if (isnan(x))
+        return (uint16_t)(sign | 0x7e00 | ((qkv_emu_u32(x) >> 13) & 0x3ff));
+    const double a = fabs((double)x);
+    if (a >= 65520.0)
+        return (uint16_t)(sign | 0x7c00);
+    /* spacing of binary16 values at a: 2^-24 below 2^-14, else 2^(exponent - 10) */
+    int e;
+    frexp(a, &e); /* a in [2^(e-1), 2^e) */
+    const double ulp = a < 0x1p-14 ? 0x1p-24 : ldexp(1.0, e - 11);
+    const double q = floor(a / ulp), rem = a - q * ulp; /* exact: a is a float */
+    double lo = q * ulp;
+    if (rem > ulp / 2 || (rem == ulp / 2 && fmod(q, 2.0) != 0))
+        lo += ulp;
+    /* encode lo (a multiple of ulp, at most 65504 or exactly 65536 -> inf pattern) */
+    uint16_t bits;
+    if (lo < 0x1p-14)
+        bits = (uint16_t)(lo / 0x1p-24);
+    else {
+        frexp(lo, &e);
+        bits = (uint16_t)(((e - 1 + 15) << 10) | ((uint16_t)(ldexp(lo, 11 - e)) & 0x3ff));
+    }
+    return (uint16_t)(sign | bits);
+}
+static inline __m256i qkv_emu_cvtps_ph(qkv_emu_m512 a, int imm)
+{
+    uint16_t w[16];
+    for (int i = 0; i < 16; i++)
+        w[i] = qkv_emu_f32_to_f16(a.f[i], imm);
+    return _mm256_loadu_si256((const __m256i *)w);
+}
+
+/* vcvtneps2bf16, the Intel pseudo-code: NaN -> high half with the quiet bit; a denormal
+   input -> zero of its sign (DAZ); else round to nearest even on the bits */
+static inline __m256i qkv_emu_cvtneps_pbh(qkv_emu_m512 a)
+{
+    uint16_t w[16];
+    for (int i = 0; i < 16; i++) {
+        const uint32_t x = qkv_emu_u32(a.f[i]);
+        if (isnan(a.f[i]))
+            w[i] = (uint16_t)((x >> 16) | 0x40);
+        else if ((x & 0x7f800000u) == 0)
+            w[i] = (uint16_t)((x >> 16) & 0x8000);
+        else
+            w[i] = (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+    }
+    return _mm256_loadu_si256((const __m256i *)w);
+}
+
 #define _mm512_add_ps qkv_emu_add_ps
 #define _mm512_sub_ps qkv_emu_sub_ps
 #define _mm512_mul_ps qkv_emu_mul_ps
@@ -196,5 +402,24 @@ static inline __m256 qkv_emu_extractf32x8_ps(qkv_emu_m512 a, int imm) { return _
 #define _mm512_mask_storeu_ps qkv_emu_mask_storeu_ps
 #define _mm512_castps512_ps256 qkv_emu_castps512_ps256
 #define _mm512_extractf32x8_ps qkv_emu_extractf32x8_ps
+#define _mm512_add_epi32 qkv_emu_add_epi32
+#define _mm512_and_si512 qkv_emu_and_si512
+#define _mm512_or_si512 qkv_emu_or_si512
+#define _mm512_set1_epi32 qkv_emu_set1_epi32
+#define _mm512_srli_epi32 qkv_emu_srli_epi32
+#define _mm512_slli_epi32 qkv_emu_slli_epi32
+#define _mm512_mask_mov_epi32 qkv_emu_mask_mov_epi32
+#define _mm512_cmp_ps_mask qkv_emu_cmp_ps_mask
+#define _mm512_castps_si512 qkv_emu_castps_si512
+#define _mm512_castsi512_ps qkv_emu_castsi512_ps
+#define _mm512_castsi512_si256 qkv_emu_castsi512_si256
+#define _mm512_castsi256_si512 qkv_emu_castsi256_si512
+#define _mm512_cvtepu16_epi32 qkv_emu_cvtepu16_epi32
+#define _mm512_cvtepi32_epi16 qkv_emu_cvtepi32_epi16
+#define _mm512_maskz_loadu_epi16 qkv_emu_maskz_loadu_epi16
+#define _mm512_mask_storeu_epi16 qkv_emu_mask_storeu_epi16
+#define _mm512_cvtph_ps qkv_emu_cvtph_ps
+#define _mm512_cvtps_ph qkv_emu_cvtps_ph
+#define _mm512_cvtneps_pbh qkv_emu_cvtneps_pbh
 
 #endif

@@ -7,6 +7,7 @@
 
 #include <arm_neon.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define VL 4
 typedef float32x4_t vf;
@@ -68,5 +69,44 @@ static inline double vf_reduce_add_f64(vf v)
 }
 static inline float vf_reduce_max(vf v) { return vmaxvq_f32(v); }
 static inline float vf_reduce_min(vf v) { return vminvq_f32(v); }
+
+/* ---- 16-bit floats (kernels/convert_f32.h): vh holds VL binary16 or bfloat16 values ----
+ * Tails of r < 4 go through a 4-element stack buffer, like the float ones. */
+typedef uint16x4_t vh;
+
+static inline vh vh_load(const uint16_t *p) { return vld1_u16(p); }
+static inline void vh_store(uint16_t *p, vh h) { vst1_u16(p, h); }
+static inline vh vh_load_n(const uint16_t *p, size_t r)
+{
+    uint16_t buf[VL] = {0, 0, 0, 0};
+    for (size_t i = 0; i < r; i++)
+        buf[i] = p[i];
+    return vld1_u16(buf);
+}
+static inline void vh_store_n(uint16_t *p, size_t r, vh h)
+{
+    uint16_t buf[VL];
+    vst1_u16(buf, h);
+    for (size_t i = 0; i < r; i++)
+        p[i] = buf[i];
+}
+
+/* binary16 <-> float: fcvtl (exact) and fcvtn (rounds by FPCR: to nearest even, the Linux
+   default; overflow to inf, NaN quieted) */
+static inline vf vf_from_f16(vh h) { return vcvt_f32_f16(vreinterpret_f16_u16(h)); }
+static inline vh vh_from_f32_f16(vf v) { return vreinterpret_u16_f16(vcvt_f16_f32(v)); }
+/* bfloat16 -> float, exact: the 16 bits become the high half of the float */
+static inline vf vf_from_bf16(vh h) { return vreinterpretq_f32_u32(vshll_n_u16(h, 16)); }
+/* float -> bfloat16, round to nearest even on the bits (x + 0x7fff + bit 16 of x, high
+   half); NaN: the high half with the quiet bit set */
+static inline vh vh_from_f32_bf16(vf v)
+{
+    const uint32x4_t x = vreinterpretq_u32_f32(v);
+    const uint32x4_t bias = vaddq_u32(vandq_u32(vshrq_n_u32(x, 16), vdupq_n_u32(1)), vdupq_n_u32(0x7fff));
+    const uint16x4_t rne = vshrn_n_u32(vaddq_u32(x, bias), 16);
+    const uint16x4_t qnan = vorr_u16(vshrn_n_u32(x, 16), vdup_n_u16(0x40));
+    const uint16x4_t ordered = vmovn_u32(vceqq_f32(v, v)); /* all ones unless NaN */
+    return vbsl_u16(ordered, rne, qnan);
+}
 
 #endif

@@ -64,4 +64,89 @@ static inline double vf_reduce_add_f64(vf v) { return v; }
 static inline float vf_reduce_max(vf v) { return v; }
 static inline float vf_reduce_min(vf v) { return v; }
 
+/* ---- 16-bit floats (kernels/convert_f32.h): from the IEEE 754 definitions -------------
+ * binary16: sign, 5 exponent bits (bias 15), 10 mantissa bits; bfloat16: the high half of a
+ * binary32. These are the reference the SIMD layers match bit for bit (NaNs are returned
+ * quiet, as vcvtph2ps, vcvtps2ph and fcvtl/fcvtn do). */
+typedef uint16_t vh;
+
+static inline vh vh_load(const uint16_t *p) { return *p; }
+static inline void vh_store(uint16_t *p, vh h) { *p = h; }
+static inline vh vh_load_n(const uint16_t *p, size_t r) { return r ? *p : 0; }
+static inline void vh_store_n(uint16_t *p, size_t r, vh h)
+{
+    if (r)
+        *p = h;
+}
+
+static inline float vf_from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+static inline uint32_t vf_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* binary16 -> binary32, exact: rebias the exponent (15 -> 127); a subnormal m 2^-24 is
+   normalized; inf and NaN keep their payload (NaN made quiet) */
+static inline vf vf_from_f16(vh h)
+{
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1f)
+        return vf_from_bits(sign | 0x7f800000u | (m << 13) | (m ? 0x400000u : 0));
+    if (e == 0) {
+        if (m == 0)
+            return vf_from_bits(sign);
+        e = 1; /* m 2^-24 = (m / 2^10) 2^(1 - 15): shift m up until its leading bit is bit 10 */
+        while (!(m & 0x400u)) {
+            m <<= 1;
+            e--;
+        }
+        m &= 0x3ffu;
+    }
+    return vf_from_bits(sign | ((e + 127 - 15) << 23) | (m << 13));
+}
+
+/* binary32 -> binary16, round to nearest even. |x| >= 65520 (halfway from 65504, the
+   largest binary16, to 2^16, ties to the even 2^16) overflows to inf; below 2^-14 the
+   result is subnormal: |x| in units of 2^-24, rounded */
+static inline vh vh_from_f32_f16(vf v)
+{
+    const uint32_t x = vf_bits(v), ax = x & 0x7fffffffu;
+    const uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    if (ax > 0x7f800000u) /* NaN: quiet, the high 10 payload bits kept */
+        return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
+    if (ax >= 0x477ff000u) /* 65520 and above, inf included */
+        return (uint16_t)(sign | 0x7c00u);
+    if (ax >= 0x38800000u) { /* normal: rebias, drop 13 mantissa bits with RNE */
+        const uint32_t r = ax - ((127u - 15u) << 23);
+        return (uint16_t)(sign | ((r + 0xfffu + ((r >> 13) & 1u)) >> 13));
+    }
+    if (ax <= 0x33000000u) /* at most 2^-25, half the smallest subnormal: ties to 0 */
+        return sign;
+    /* |x| = m 2^(e - 150) = (m >> s) 2^-24 with s = 126 - e in [14, 24] */
+    const uint32_t m = (ax & 0x7fffffu) | 0x800000u, s = 126u - (ax >> 23);
+    const uint32_t q = m >> s, rem = m & ((1u << s) - 1u), half = 1u << (s - 1);
+    return (uint16_t)(sign | (q + (rem > half || (rem == half && (q & 1u)))));
+}
+
+/* bfloat16 -> binary32, exact */
+static inline vf vf_from_bf16(vh h) { return vf_from_bits((uint32_t)h << 16); }
+
+/* binary32 -> bfloat16, round to nearest even: add 0x7fff plus the lowest kept bit, keep
+   the high half (a carry steps the exponent, up to inf); NaN: quiet, high payload kept */
+static inline vh vh_from_f32_bf16(vf v)
+{
+    const uint32_t x = vf_bits(v);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40u);
+    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
 #endif
