@@ -8,6 +8,7 @@
  *                                      with those kv_len (capacity the longest)
  *   ragged/qkv-<isa>/.../singles/t<T>  the same items as one call each, one after the other
  *   read/qkv-pool/<MiB>/t<T>           a read loop over the K and V bytes of a decode row
+ * A trailing /f16 or /bf16: K and V in that type (widened in the kernel), no composite.
  * Layout (B, H, N, D), K and V (B, KVH, N, D). Shapes: `attn` and `ragged` lines of
  * bench/attention/shapes.txt. Counters: FLOP/s of the visible scores only (2 (d_k + d_v)
  * per visible (query, key) pair), peak_frac against one core's FMA peak (2 threads can reach
@@ -15,7 +16,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -30,6 +33,7 @@ namespace {
 struct Attn {
     std::size_t B, H, KVH, n_q, n_kv, d, window;
     bool causal;
+    qkv_dtype kv = QKV_F32;
 };
 
 struct Ragged {
@@ -56,10 +60,14 @@ void read_shapes(std::vector<Attn> &attn, std::vector<Ragged> &ragged)
         bool ok = false;
         if (kind == "attn") {
             Attn a{};
+            std::string dtype = "f32";
             ok = (f >> a.B >> a.H >> a.KVH >> a.n_q >> a.n_kv >> a.d >> mode >> a.window) &&
                  (mode == "full" || mode == "causal") && a.B && a.H && a.KVH && a.H % a.KVH == 0 && a.n_q &&
                  a.n_kv && a.d;
+            f >> dtype; /* optional: f32 (default), f16, bf16 */
+            ok = ok && (dtype == "f32" || dtype == "f16" || dtype == "bf16");
             a.causal = mode == "causal";
+            a.kv = dtype == "f16" ? QKV_F16 : dtype == "bf16" ? QKV_BF16 : QKV_F32;
             attn.push_back(a);
         } else {
             Ragged r{};
@@ -120,21 +128,36 @@ qkv_attention_desc make_desc(const Attn &a)
     }
     d.flags = a.causal ? QKV_CAUSAL : 0;
     d.window = a.window;
-    d.kv_dtype = QKV_F32;
+    d.kv_dtype = a.kv;
     return d;
 }
 
+/* Q, O float; K, V float, then converted in place to the 16-bit type when a.kv says so
+   (the 16-bit values fill the first half of the buffer) */
 struct Tensors {
     qkv_bench::Buffer q, k, v, o;
     Tensors(const Attn &a)
         : q(qkv_bench::alloc_floats(a.B * a.H * a.n_q * a.d)), k(qkv_bench::alloc_floats(a.B * a.KVH * a.n_kv * a.d)),
           v(qkv_bench::alloc_floats(a.B * a.KVH * a.n_kv * a.d)), o(qkv_bench::alloc_floats(a.B * a.H * a.n_q * a.d))
     {
+        const std::size_t nkv = a.B * a.KVH * a.n_kv * a.d;
         qkv_bench::fill_uniform(q.get(), a.B * a.H * a.n_q * a.d, -1, 1, 1);
-        qkv_bench::fill_uniform(k.get(), a.B * a.KVH * a.n_kv * a.d, -1, 1, 2);
-        qkv_bench::fill_uniform(v.get(), a.B * a.KVH * a.n_kv * a.d, -1, 1, 3);
+        qkv_bench::fill_uniform(k.get(), nkv, -1, 1, 2);
+        qkv_bench::fill_uniform(v.get(), nkv, -1, 1, 3);
+        if (a.kv != QKV_F32) {
+            std::vector<std::uint16_t> tmp(nkv);
+            for (float *p : {k.get(), v.get()}) {
+                qkv_convert(p, QKV_F32, tmp.data(), a.kv, nkv);
+                std::memcpy(p, tmp.data(), nkv * sizeof(std::uint16_t));
+            }
+        }
     }
 };
+
+std::size_t kv_bytes(const Attn &a)
+{
+    return 2 * a.B * a.KVH * a.n_kv * a.d * (a.kv == QKV_F32 ? 4 : 2);
+}
 
 void set_counters(benchmark::State &st, const Attn &a, double flops, double kv_bytes, qkv_isa isa)
 {
@@ -161,7 +184,7 @@ void bm_qkv(benchmark::State &st, const Attn &a, qkv_isa isa, int threads)
         benchmark::DoNotOptimize(t.o.get());
         benchmark::ClobberMemory();
     }
-    set_counters(st, a, useful_flops(a, a.n_kv), 2.0 * (double)(a.B * a.KVH * a.n_kv * a.d * sizeof(float)), isa);
+    set_counters(st, a, useful_flops(a, a.n_kv), (double)kv_bytes(a), isa);
 }
 
 /* per (item, head): S = scale Q K^T, softmax of each row over its visible keys (zeros
@@ -240,7 +263,8 @@ std::string attn_name(const Attn &a)
 {
     return std::to_string(a.B) + "x" + std::to_string(a.H) + "x" + std::to_string(a.KVH) + "/" + std::to_string(a.n_q) +
            "x" + std::to_string(a.n_kv) + "x" + std::to_string(a.d) + (a.causal ? "/causal" : "/full") +
-           (a.window ? "/w" + std::to_string(a.window) : "");
+           (a.window ? "/w" + std::to_string(a.window) : "") +
+           (a.kv == QKV_F16 ? "/f16" : a.kv == QKV_BF16 ? "/bf16" : "");
 }
 
 void register_all()
@@ -259,7 +283,7 @@ void register_all()
                                          [a, best, t](benchmark::State &st) { bm_qkv(st, a, best, t); })
                 ->Unit(benchmark::kMicrosecond)
                 ->UseRealTime();
-            for (const qkv_bench::SgemmPeer &p : peers) {
+            for (const qkv_bench::SgemmPeer &p : a.kv == QKV_F32 ? peers : std::vector<qkv_bench::SgemmPeer>{}) {
                 const qkv_bench::SgemmFn fn = p.fn;
                 benchmark::RegisterBenchmark(("attn/unfused-" + std::string(p.name) + suffix).c_str(),
                                              [a, fn, best, t](benchmark::State &st) { bm_unfused(st, a, fn, best, t); })
@@ -268,7 +292,7 @@ void register_all()
             }
         }
         if (a.n_q <= 4) {
-            const std::size_t mib = (2 * a.B * a.KVH * a.n_kv * a.d * sizeof(float)) >> 20;
+            const std::size_t mib = kv_bytes(a) >> 20;
             if (mib && std::find(read_mib.begin(), read_mib.end(), mib) == read_mib.end())
                 read_mib.push_back(mib);
         }
