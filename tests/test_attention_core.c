@@ -425,9 +425,15 @@ static void merge_case(size_t B, size_t H, size_t KVH, size_t n_q, size_t n_kv, 
                 const double lse = m + log(exp(a - m) + exp(bb - m)), w1 = exp(a - lse), w2 = exp(bb - lse);
                 const float *oa = o_elem(&p, o1, b, h, i), *ob = o_elem(&p, o2, b, h, i);
                 const size_t g = h / (KVH ? H / KVH : 1);
+                /* not fmax(): aarch64-linux-gnu-gcc 12.2 -O3 dies vectorising an fmax reduction
+                   (internal compiler error in vect_transform_reduction, tree-vect-loop.cc:7457);
+                   the same value for the finite V of this test */
                 for (size_t j = 0; j < n_kv; j++)
-                    for (size_t cc = 0; cc < c.d_v; cc++)
-                        vmax = fmax(vmax, fabs(p.v[b * p.d.v_stride[0] + g * p.d.v_stride[1] + j * p.d.v_stride[2] + cc]));
+                    for (size_t cc = 0; cc < c.d_v; cc++) {
+                        const double av =
+                            fabs(p.v[b * p.d.v_stride[0] + g * p.d.v_stride[1] + j * p.d.v_stride[2] + cc]);
+                        vmax = av > vmax ? av : vmax;
+                    }
                 for (size_t cc = 0; cc < c.d_v; cc++) {
                     const double o = w1 * oa[cc] + w2 * ob[cc];
                     const double tt = tol[cc] + t1[cc] + t2[cc] + 4.0 * (tl1 + tl2) * vmax;
