@@ -157,8 +157,10 @@ if command -v clang >/dev/null && [ "$fuzz_seconds" != 0 ]; then
             [ -f "$f" ] && [ -x "$f" ] || continue
             t=${f##*/fuzz_}
             mkdir -p "$fdir/corpus/$t"
+            seeds=()
+            [ -d "$root/tests/fuzz/corpus/$t" ] && seeds=("$root/tests/fuzz/corpus/$t") # committed seeds, if any
             if (cd "$fdir" && "./tests/fuzz/fuzz_$t" -max_total_time="$fuzz_seconds" -max_len=16384 \
-                -print_final_stats=1 "corpus/$t" "$root/tests/fuzz/corpus/$t") >"$fdir/$t.log" 2>&1; then
+                -print_final_stats=1 "corpus/$t" "${seeds[@]}") >"$fdir/$t.log" 2>&1; then
                 echo "  ok    fuzz_$t: $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$fdir/$t.log" |
                     grep -o '[0-9]*$') executions, no findings"
                 passed=$((passed + 1))

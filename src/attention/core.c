@@ -358,8 +358,12 @@ static void pv_block(const qkv_gemm_kernels *g, const tile *tl, size_t r, size_t
         for (int part = 0; part < 2; part++)
             for (size_t j = rest[part].lo; j < rest[part].hi; j++) {
                 const float p = st[j * LDS + r + i];
-                for (size_t x = 0; x < d_v; x++) /* V(j, x) from its panel */
-                    oi[x] += p * vp[(x / NR) * NR * bc + j * NR + x % NR];
+                for (size_t c0 = 0; c0 < d_v; c0 += NR) { /* row j of V, panel by panel */
+                    const float *vj = vp + c0 * bc + j * NR;
+                    float *oc = oi + c0;
+                    for (size_t x = 0; x < NR; x++) /* past d_v: zero V, a padding column of O */
+                        oc[x] += p * vj[x];
+                }
             }
     }
 }
