@@ -6,6 +6,7 @@
  *   k == 0 or alpha == 0   C = beta * C (A and B are not read; beta == 0 writes zeros)
  *   m == 1 (decode)        no packing: op(B) transposed -> gemv_t (one dot per output, rows
  *                          of B streamed), else gemv_n (axpys over the rows of B)
+ *   small or m skinny, A and B row-major: no packing, ukernel_sup on both in place
  *   otherwise              blocked: for jc (NC columns) / pc (KC depth, pack B) / ic (MC
  *                          rows; pack A if transposed, else read in place) / jr (NR) /
  *                          ir (MR): microkernel on an MR x NR tile
@@ -51,18 +52,20 @@ static void merge_tile(size_t rows, size_t cols, const float *t, size_t ldt, flo
             c[i * ldc + j] = beta == 0.0f ? t[i * ldt + j] : t[i * ldt + j] + beta * c[i * ldc + j];
 }
 
-/* The blocking of one call: blocks no larger than the problem; k split into equal KC
-   blocks (k = 300 with KC 256: 150 + 150, not 256 + 44) so that every block amortizes the
-   microkernel epilogue. */
+/* The blocking of one call: the ISA's blocking for this machine (qkv_gemm_blocking_of:
+   from the cache sizes, fixed at start-up, never from the thread count), blocks no larger
+   than the problem; k split into equal KC blocks (k = 300 with KC 256: 150 + 150, not
+   256 + 44) so that every block amortizes the microkernel epilogue. */
 typedef struct blocking {
     size_t kc, mc, nc;
 } blocking;
 
 static blocking plan(const qkv_gemm_kernels *g, size_t m, size_t n, size_t k)
 {
-    const size_t k_blocks = (k + g->kc - 1) / g->kc;
-    return (blocking){(k + k_blocks - 1) / k_blocks, qkv_min(g->mc, qkv_round_up(m, g->mr)),
-                      qkv_min(g->nc, qkv_round_up(n, g->nr))};
+    const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
+    const size_t k_blocks = (k + cb.kc - 1) / cb.kc;
+    return (blocking){(k + k_blocks - 1) / k_blocks, qkv_min(cb.mc, qkv_round_up(m, g->mr)),
+                      qkv_min(cb.nc, qkv_round_up(n, g->nr))};
 }
 
 /* The workspace of one call with the kernels g, in arena order: the gathered x of the
@@ -195,6 +198,34 @@ static void gemm_blocked(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, 
     }
 }
 
+/* Small and skinny problems (the BLIS "sup" idea): with A and B both row-major, the
+   microkernel reads both in place (ukernel_sup: A rows and B rows at their leading
+   dimensions, edge tiles through masked columns and fewer rows), so nothing is packed, no
+   workspace is taken and no edge goes through a scratch tile. Worth it where packing is a
+   visible part of the time: everything fits in L2 (m n k up to 160^3: 64^3, 128^3,
+   77 x 300 x 129), or m is a few register tiles (each B micropanel is used at most 4
+   times, so packing it cannot pay). k stays unblocked: its depth is the whole k, which
+   only lengthens each FMA chain (the error bound holds for any k). */
+static int small_ok(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k)
+{
+    if (ta != QKV_NOTRANS || tb != QKV_NOTRANS)
+        return 0;
+    const double mnk = (double)m * (double)n * (double)k;
+    return mnk <= 160.0 * 160.0 * 160.0 || (m <= 4 * g->mr && k <= 4096);
+}
+
+static void gemm_small(const qkv_gemm_kernels *g, size_t m, size_t n, size_t k, float alpha, const float *a,
+                       size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc)
+{
+    const size_t MR = g->mr, NR = g->nr;
+    for (size_t jr = 0; jr < n; jr += NR) { /* a KC x NR panel of B stays in L1 over ir */
+        const size_t nr = qkv_min(NR, n - jr);
+        for (size_t ir = 0; ir < m; ir += MR)
+            g->ukernel_sup(qkv_min(MR, m - ir), nr, k, a + ir * lda, lda, 1, b + jr, ldb, c + ir * ldc + jr, ldc,
+                           alpha, beta);
+    }
+}
+
 qkv_status qkv_gemm(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
                     const float *b, size_t ldb, float beta, float *c, size_t ldc)
 {
@@ -221,6 +252,10 @@ qkv_status qkv_gemm_ws(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, si
 
     if (k == 0 || alpha == 0.0f) {
         scale_c(m, n, beta, c, ldc);
+        return QKV_OK;
+    }
+    if (m > 1 && small_ok(g, ta, tb, m, n, k)) {
+        gemm_small(g, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return QKV_OK;
     }
     qkv_arena ar = qkv_arena_sizer();
