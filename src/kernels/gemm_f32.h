@@ -62,6 +62,26 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MR
         for (int v = 0; v < GEMM_NV; v++)
             bv[v] = !EDGE ? vf_load(b + v * VL) : w[v] == VL ? vf_load(b + v * VL)
                           : w[v] > 0 ? vf_load_n(b + v * VL, w[v], 0.0f) : vf_zero();
+#ifdef VF_FMA_LANE
+        /* VL values of A per register, FMAs by lane: a column of A (rs_a = 1, whole
+           groups) is one load per group, rows in place a broadcast and lane inserts */
+        vf ag[(GEMM_MR + VL - 1) / VL];
+        if (rs_a == 1 && MRT % VL == 0) {
+            GEMM_UNROLL
+            for (int g = 0; g < MRT / VL; g++)
+                ag[g] = vf_load(ar[0] + g * VL);
+        } else {
+            GEMM_UNROLL
+            for (int i = 0; i < MRT; i++)
+                ag[i / VL] = i % VL == 0 ? vf_set1(*ar[i]) : vf_load_lane(ar[i], ag[i / VL], i % VL);
+        }
+        GEMM_UNROLL
+        for (int i = 0; i < MRT; i++) {
+            GEMM_UNROLL
+            for (int v = 0; v < GEMM_NV; v++) /* C(i, :) += A(i, p) * B(p, :) */
+                acc[i][v] = vf_fma_lane(ag[i / VL], bv[v], i % VL, acc[i][v]);
+        }
+#else
         GEMM_UNROLL
         for (int i = 0; i < MRT; i++) {
             const vf ai = vf_set1(*ar[i]); /* broadcast A(i, p) */
@@ -69,6 +89,7 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MR
             for (int v = 0; v < GEMM_NV; v++)
                 acc[i][v] = vf_fma(ai, bv[v], acc[i][v]); /* C(i, :) += A(i, p) * B(p, :) */
         }
+#endif
         GEMM_UNROLL
         for (int i = 0; i < MRT; i++)
             ar[i] += cs_a;
