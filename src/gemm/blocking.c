@@ -3,6 +3,11 @@
  * per ISA from dispatch.c's pthread_once. */
 #include "gemm/blocking.h"
 
+static size_t qkv_max_size(size_t a, size_t b)
+{
+    return a > b ? a : b;
+}
+
 static size_t clamp(size_t x, size_t lo, size_t hi)
 {
     return x < lo ? lo : x > hi ? hi : x;
@@ -27,6 +32,7 @@ qkv_gemm_blocking qkv_gemm_blocking_derive(size_t mr, size_t nr, const qkv_cache
 {
     const size_t s = sizeof(float);
     qkv_gemm_blocking b = fallback;
+    b.l2_way = way_bytes(&caches->l2);
     const size_t w1 = way_bytes(&caches->l1d), w2 = way_bytes(&caches->l2), w3 = way_bytes(&caches->l3);
     if (w1 != 0) {
         size_t ca = (caches->l1d.ways - 1) * mr / (mr + nr); /* ways of L1 for the A micropanels */
@@ -48,6 +54,26 @@ qkv_gemm_blocking qkv_gemm_blocking_derive(size_t mr, size_t nr, const qkv_cache
         }
     }
     return b;
+}
+
+static size_t gcd(size_t a, size_t b)
+{
+    while (b != 0) {
+        const size_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+size_t qkv_gemm_mc_in_place(const qkv_gemm_blocking *b, size_t mr, size_t lda, size_t kc)
+{
+    if (b->l2_way == 0 || lda == 0)
+        return b->mc;
+    const size_t s = sizeof(float), g = gcd(lda * s, b->l2_way);
+    if (kc * s >= g) /* the rows cover every set */
+        return b->mc;
+    return qkv_max_size(mr, b->mc / 8 / mr * mr); /* f < 1: an eighth of the model's MC */
 }
 
 /* a decimal number in [1, 10^6] up to the next ',' or the end; *p moves past it */
@@ -72,6 +98,7 @@ int qkv_gemm_blocking_parse(const char *text, size_t mr, size_t nr, qkv_gemm_blo
 {
     qkv_gemm_blocking b;
     const char *p = text;
+    b.l2_way = 0; /* used as given: no in-place adjustment of MC */
     if (p == NULL || !parse_size(&p, &b.mc) || *p++ != ',' || !parse_size(&p, &b.kc) || *p++ != ',' ||
         !parse_size(&p, &b.nc) || *p != '\0')
         return 0;

@@ -19,6 +19,7 @@ typedef struct qkv_caches {
 
 typedef struct qkv_gemm_blocking {
     size_t mc, kc, nc;
+    size_t l2_way; /* bytes of one L2 way (sets x line), 0 if unknown: qkv_gemm_mc_in_place() */
 } qkv_gemm_blocking;
 
 /* sane ranges of every blocking, derived or from QKV_GEMM_BLOCKING (beyond them the
@@ -52,9 +53,22 @@ enum {
 qkv_gemm_blocking qkv_gemm_blocking_derive(size_t mr, size_t nr, const qkv_caches *caches,
                                            qkv_gemm_blocking fallback);
 
+/* MC for a block of A read in place (row-major A, not packed) with leading dimension lda
+   and depth kc, from the MC of a packed (contiguous) block, b->mc, never larger. The model
+   assumes the block of A is contiguous. Rows kc floats long at a stride of lda floats
+   cover only f = min(1, 4 kc / gcd(4 lda, L2 way)) of the L2 sets (1024 x 1024 with kc 256:
+   a quarter), and the C tiles, written at a stride of the same kind, crowd the same sets.
+   f = 1: the model's MC; f < 1: an eighth of it. Measured on an AVX-512 Xeon (2 MiB 16-way
+   L2, model MC 1788 at KC 256), MC in {216, 444, 888, 1788}: 1024^3 NN (f = 1/4) 15.5 ms
+   at 1788, 13.2 at 444, 11.4 at 216; 512^3 (f = 1/2) best at 216; 4096 x 64 x 4096 NN
+   (f = 1/16) 17.7 ms at 1788, 15.0 at 216; 4096 x 4096 x 64 NT (rows of A contiguous,
+   f = 1) wants all of it: 16.8 ms at 1788, 19.7 at 444. */
+size_t qkv_gemm_mc_in_place(const qkv_gemm_blocking *b, size_t mr, size_t lda, size_t kc);
+
 /* QKV_GEMM_BLOCKING="mc,kc,nc" (tuning only): 1 and *out when the text is three decimal
    numbers with MC a multiple of MR in [MR, QKV_GEMM_MC_MAX], KC in [QKV_GEMM_KC_MIN,
-   QKV_GEMM_KC_MAX], NC a multiple of NR in [NR, QKV_GEMM_NC_MAX]; else 0 and *out unchanged. */
+   QKV_GEMM_KC_MAX], NC a multiple of NR in [NR, QKV_GEMM_NC_MAX]; else 0 and *out unchanged.
+   Its MC is used as given for every A (l2_way = 0: no in-place adjustment). */
 int qkv_gemm_blocking_parse(const char *text, size_t mr, size_t nr, qkv_gemm_blocking *out);
 
 #endif

@@ -68,6 +68,19 @@ static blocking plan(const qkv_gemm_kernels *g, size_t m, size_t n, size_t k)
                       qkv_min(cb.nc, qkv_round_up(n, g->nr))};
 }
 
+/* plan() for the blocked loops themselves: a row-major A read in place gets the MC of its
+   leading dimension (qkv_gemm_mc_in_place: never more than plan's, so the workspace that
+   layout() sized with plan() holds) */
+static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, size_t m, size_t n, size_t k)
+{
+    blocking b = plan(g, m, n, k);
+    if (ta == QKV_NOTRANS) {
+        const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
+        b.mc = qkv_min(b.mc, qkv_gemm_mc_in_place(&cb, g->mr, lda, b.kc));
+    }
+    return b;
+}
+
 /* The workspace of one call with the kernels g, in arena order: the gathered x of the
    m == 1 path, or the packed A block (or edge panel), packed B block and scratch tile of the
    blocked path. A row-major A is read in place, so only a partial last row panel of it is
@@ -160,7 +173,7 @@ static void gemm_blocked(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, 
                          size_t ldc, const gemm_ws *w)
 {
     const size_t MR = g->mr, NR = g->nr;
-    const blocking bl = plan(g, m, n, k);
+    const blocking bl = plan_in_place(g, ta, lda, m, n, k);
     const size_t kc_max = bl.kc, mc_max = bl.mc, nc_max = bl.nc;
     /* A row-major A (QKV_NOTRANS) is read in place: per k step the microkernel broadcasts
        one float from each of MR rows, which walk forward together, so a row panel costs
