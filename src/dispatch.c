@@ -120,6 +120,146 @@ static __attribute__((unused)) int cpu_arm_neon(void)
 #endif
 }
 
+/* ---- cache sizes (for the GEMM blocking, gemm/blocking.h) ------------------------------ *
+ * x86: the deterministic cache parameters, CPUID leaf 4 (Intel) or 0x8000001D (AMD, with
+ * TOPOEXT), one subleaf per cache: type, level, ways, partitions, line size, sets and the
+ * number of logical processors sharing it. A shared level counts as its share per core
+ * (size x threads sharing L1 / threads sharing it). AArch64 Linux: the same numbers from
+ * /sys/devices/system/cpu/cpu0/cache/index*, where readable. Anything unreadable stays 0
+ * and the blocking falls back to the ISA's constants. */
+
+#ifdef QKV_X86
+static void x86_caches(qkv_caches *out)
+{
+    unsigned a, b, c, d, leaf = 4;
+    const unsigned max_ext = __get_cpuid_max(0x80000000u, NULL);
+    __cpuid(0, a, b, c, d);
+    const unsigned max_std = a;
+    const int amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u; /* "AuthenticAMD" */
+    if (amd || b == 0x6f677948u) {                                                 /* "HygonGenuine" */
+        if (max_ext < 0x8000001Du)
+            return;
+        __cpuid(0x80000001u, a, b, c, d);
+        if (!((c >> 22) & 1)) /* TOPOEXT */
+            return;
+        leaf = 0x8000001Du;
+    } else if (max_std < 4) {
+        return;
+    }
+    size_t l1_share = 1;
+    for (unsigned i = 0; i < 16; i++) {
+        __cpuid_count(leaf, i, a, b, c, d);
+        const unsigned type = a & 31, level = (a >> 5) & 7;
+        if (type == 0)
+            break;
+        if (type != 1 && type != 3) /* data or unified */
+            continue;
+        const size_t share = ((a >> 14) & 0xfff) + 1, line = (b & 0xfff) + 1;
+        size_t ways = (b >> 22) + 1;
+        const size_t size = ways * (((b >> 12) & 0x3ff) + 1) * line * ((size_t)c + 1);
+        if ((a >> 9) & 1) /* fully associative */
+            ways = size / line;
+        qkv_cache_level lv = {size, ways, line};
+        if (level == 1) {
+            out->l1d = lv;
+            l1_share = share;
+        } else if (level == 2 || level == 3) {
+            /* the share of one core: the threads of a core share its L1 */
+            const size_t cores = share / l1_share > 0 ? share / l1_share : 1;
+            lv.size /= cores;
+            lv.size -= lv.size % ways; /* whole ways, for the model */
+            *(level == 2 ? &out->l2 : &out->l3) = lv;
+        }
+    }
+}
+#endif
+
+#if defined(__aarch64__) && defined(__linux__)
+/* the first number in a sysfs file (with a K or M suffix: scaled), 0 if unreadable */
+static size_t sysfs_number(const char *dir, const char *file)
+{
+    char path[128], text[64];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    const size_t got = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[got] = '\0';
+    char *end;
+    const unsigned long long v = strtoull(text, &end, 10);
+    return (size_t)v * (*end == 'K' ? 1024 : *end == 'M' ? 1024 * 1024 : 1);
+}
+
+/* the number of CPUs in a list such as "0-3,8" */
+static size_t sysfs_cpu_count(const char *dir)
+{
+    char path[128], text[256];
+    snprintf(path, sizeof path, "%s/shared_cpu_list", dir);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 1;
+    const size_t got = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[got] = '\0';
+    size_t count = 0;
+    for (char *p = text; *p >= '0' && *p <= '9';) {
+        const unsigned long lo = strtoul(p, &p, 10);
+        unsigned long hi = lo;
+        if (*p == '-')
+            hi = strtoul(p + 1, &p, 10);
+        count += hi >= lo ? hi - lo + 1 : 1;
+        if (*p == ',')
+            p++;
+    }
+    return count > 0 ? count : 1;
+}
+
+static void sysfs_caches(qkv_caches *out)
+{
+    for (int i = 0; i < 8; i++) {
+        char dir[96], type[16] = "";
+        snprintf(dir, sizeof dir, "/sys/devices/system/cpu/cpu0/cache/index%d", i);
+        char path[128];
+        snprintf(path, sizeof path, "%s/type", dir);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            break;
+        const int ok = fgets(type, sizeof type, f) != NULL;
+        fclose(f);
+        if (!ok || (strncmp(type, "Data", 4) != 0 && strncmp(type, "Unified", 7) != 0))
+            continue;
+        const size_t level = sysfs_number(dir, "level"), ways = sysfs_number(dir, "ways_of_associativity");
+        const size_t line = sysfs_number(dir, "coherency_line_size");
+        size_t size = sysfs_number(dir, "size");
+        if (size == 0 || ways == 0 || line == 0)
+            continue;
+        if (level >= 2) {
+            size /= sysfs_cpu_count(dir);
+            size -= size % ways;
+        }
+        const qkv_cache_level lv = {size, ways, line};
+        if (level == 1)
+            out->l1d = lv;
+        else if (level == 2)
+            out->l2 = lv;
+        else if (level == 3)
+            out->l3 = lv;
+    }
+}
+#endif
+
+static qkv_caches read_caches(void)
+{
+    qkv_caches c = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+#ifdef QKV_X86
+    x86_caches(&c);
+#elif defined(__aarch64__) && defined(__linux__)
+    sysfs_caches(&c);
+#endif
+    return c;
+}
+
 /* one table per ISA of this build: every kernel of that ISA (kernels.h); f32_bf16 is the
    cvt_f32_bf16 kernel, the one field with a variant (below) */
 #define QKV_TABLE_INIT(ID, name, f32_bf16)                                                       \
@@ -192,6 +332,43 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
    microseconds a query), read-only afterwards. */
 static unsigned char g_supported[QKV_ISA_COUNT];
 
+/* per qkv_isa: the GEMM blocking of a built ISA, written once inside pthread_once */
+static qkv_gemm_blocking g_blocking[QKV_ISA_COUNT];
+
+/* the derived blocking of every built ISA; QKV_GEMM_BLOCKING=mc,kc,nc replaces the one of
+   the chosen ISA when valid for its tile (else one message and no change), "show" prints
+   the caches and every built ISA's blocking */
+static void init_blocking(qkv_isa chosen)
+{
+    const qkv_caches caches = read_caches();
+    for (size_t i = 0; qkv_kernels_built(i) != NULL; i++) {
+        const qkv_kernels *t = qkv_kernels_built(i);
+        const qkv_gemm_kernels *g = t->gemm;
+        g_blocking[t->isa] = qkv_gemm_blocking_derive(g->mr, g->nr, &caches, (qkv_gemm_blocking){g->mc, g->kc, g->nc, 0});
+    }
+    const char *env = getenv("QKV_GEMM_BLOCKING");
+    if (env == NULL || *env == '\0')
+        return;
+    if (strcmp(env, "show") == 0) {
+        fprintf(stderr, "libqkv: caches per core: L1d %zu B %zu-way, L2 %zu B %zu-way, L3 %zu B %zu-way\n",
+                caches.l1d.size, caches.l1d.ways, caches.l2.size, caches.l2.ways, caches.l3.size, caches.l3.ways);
+        for (size_t i = 0; qkv_kernels_built(i) != NULL; i++) {
+            const qkv_kernels *t = qkv_kernels_built(i);
+            const qkv_gemm_blocking b = g_blocking[t->isa];
+            fprintf(stderr, "libqkv: gemm blocking %s (tile %zux%zu): mc,kc,nc = %zu,%zu,%zu\n", qkv_isa_name(t->isa),
+                    t->gemm->mr, t->gemm->nr, b.mc, b.kc, b.nc);
+        }
+        return;
+    }
+    const qkv_gemm_kernels *g = table_for(chosen)->gemm;
+    if (!qkv_gemm_blocking_parse(env, g->mr, g->nr, &g_blocking[chosen]))
+        fprintf(stderr,
+                "libqkv: QKV_GEMM_BLOCKING=%s ignored: want mc,kc,nc with mc a multiple of %zu (at most %d), "
+                "kc in [%d, %d], nc a multiple of %zu (at most %d) for %s\n",
+                env, g->mr, (int)QKV_GEMM_MC_MAX, (int)QKV_GEMM_KC_MIN, (int)QKV_GEMM_KC_MAX, g->nr,
+                (int)QKV_GEMM_NC_MAX, qkv_isa_name(chosen));
+}
+
 static int isa_usable(qkv_isa isa)
 {
     return (unsigned)isa < QKV_ISA_COUNT && g_supported[isa];
@@ -230,7 +407,17 @@ static void init_once(void)
 #undef QKV_NAME
         }
     }
+    init_blocking(chosen);
     atomic_store_explicit(&g_active, table_for(chosen), memory_order_release);
+}
+
+qkv_gemm_blocking qkv_gemm_blocking_of(const qkv_gemm_kernels *g)
+{
+    pthread_once(&g_once, init_once);
+    for (size_t i = 0; qkv_kernels_built(i) != NULL; i++)
+        if (qkv_kernels_built(i)->gemm == g)
+            return g_blocking[qkv_kernels_built(i)->isa];
+    return (qkv_gemm_blocking){g->mc, g->kc, g->nc, 0};
 }
 
 const qkv_kernels *qkv_kernels_active(void)

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gemm/blocking.h"
 #include "isa_list.h"
 #include "qkv.h"
 
@@ -29,9 +30,11 @@ typedef void (*qkv_softmax_fn)(const float *x, float *y, size_t n, float scale);
  * Register tile. Each ISA fixes MR x NR, the tile of C its microkernel keeps in registers,
  * and the cache blocking MC (rows of A per block, packed or in place; lives in L2), KC
  * (depth of one rank-KC update; a KC x NR micropanel of B stays in L1) and NC (columns of
- * B packed per block, L3). MC is a multiple of MR and NC a multiple of NR. The numbers
- * live in the ISA's qkv_gemm_kernels, next to the code whose registers they describe, and
- * the table points at it, so packing and microkernel can never disagree.
+ * B packed per block, L3). MC is a multiple of MR and NC a multiple of NR. The tile lives
+ * in the ISA's qkv_gemm_kernels, next to the code whose registers they describe, and the
+ * table points at it, so packing and microkernel can never disagree. The blocking in use
+ * is qkv_gemm_blocking_of(): derived once from this machine's caches and the tile
+ * (gemm/blocking.h); the constants in qkv_gemm_kernels are its fallback.
  *
  * Packed operands (gemm/pack.c). A micropanel is MR rows of op(A) x kc columns stored
  * column by column: element (i, p) at a[p * MR + i]. A B micropanel is kc rows of op(B) x NR
@@ -50,6 +53,14 @@ typedef void (*qkv_softmax_fn)(const float *x, float *y, size_t n, float scale);
  *   packs a partial row panel (zero rows), points c at an MR x NR scratch tile (ldc = NR,
  *   beta = 0) for a partial tile and merges the valid part into C itself.
  *
+ * ukernel_sup(m, n, k, a, rs_a, cs_a, b, ldb, c, ldc, alpha, beta): the same product on an
+ *   m x n corner of the tile, 1 <= m <= MR, 1 <= n <= NR, with B read in place (the BLIS
+ *   "sup" case: small or skinny problems that packing would dominate):
+ *   C[i * ldc + j] = alpha * sum_{p < k} A(i, p) * b[p * ldb + j] + beta * C[i * ldc + j]
+ *   for i < m, j < n, A(i, p) as above (in place). It reads only A(i < m, p < k) and
+ *   b[p * ldb + j] for j < n, writes only C(i < m, j < n) (masked vectors for n < NR), and
+ *   keeps beta == 0 write-only. The driver calls it on row-major A and B, no workspace.
+ *
  * M = 1 (decode) skips packing; two streaming kernels read the operands in place:
  *   gemv_t(n, k, alpha, x, b, ldb, beta, y): y[j] = alpha * sum_p x[p] * b[j * ldb + p] + beta * y[j]
  *                                         (op(B) transposed: each output is a dot of two rows)
@@ -62,6 +73,8 @@ typedef void (*qkv_softmax_fn)(const float *x, float *y, size_t n, float scale);
  *   threads, and a column must come out bit-identical in every chunking. */
 typedef void (*qkv_gemm_ukernel_fn)(size_t k, const float *a, size_t rs_a, size_t cs_a, const float *b, float *c,
                                     size_t ldc, float alpha, float beta);
+typedef void (*qkv_gemm_ukernel_sup_fn)(size_t m, size_t n, size_t k, const float *a, size_t rs_a, size_t cs_a,
+                                        const float *b, size_t ldb, float *c, size_t ldc, float alpha, float beta);
 typedef void (*qkv_gemv_t_fn)(size_t n, size_t k, float alpha, const float *x, const float *b, size_t ldb,
                               float beta, float *y);
 typedef void (*qkv_gemv_n_fn)(size_t n, size_t k, float alpha, const float *x, size_t incx, const float *b,
@@ -69,11 +82,18 @@ typedef void (*qkv_gemv_n_fn)(size_t n, size_t k, float alpha, const float *x, s
 
 typedef struct qkv_gemm_kernels {
     qkv_gemm_ukernel_fn ukernel;
+    qkv_gemm_ukernel_sup_fn ukernel_sup;
     qkv_gemv_t_fn gemv_t;
     qkv_gemv_n_fn gemv_n;
     size_t mr, nr;     /* register tile */
-    size_t mc, kc, nc; /* cache blocking */
+    size_t mc, kc, nc; /* cache blocking when the caches cannot be read */
 } qkv_gemm_kernels;
+
+/* The cache blocking the GEMM driver uses with the kernels g (one of the built tables'):
+   derived once (pthread_once) from the register tile and this machine's caches, or
+   QKV_GEMM_BLOCKING for the ISA chosen at start-up; read-only afterwards, so a function of
+   the machine only. */
+qkv_gemm_blocking qkv_gemm_blocking_of(const qkv_gemm_kernels *g);
 
 /* ---- Attention: one online-softmax step (kernels/attn_update_f32.h) -------------
  * attn_update(rows, cols, s, lds, m, l, o, ldo, d_o), s a rows x cols tile of scores S^T

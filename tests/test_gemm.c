@@ -2,7 +2,8 @@
  *
  * Tolerance (include/qkv.h): |c - ref| <= 2 k FLT_EPSILON |alpha| sum_p |a_ip b_pj| + 2 FLT_EPSILON |beta c0|.
  * Every case runs all four transpose combinations. Shapes: 1x1x1, primes, one below/at/past
- * every tile and blocking size of the active ISA (MR, NR, MC, KC, NC), k == 1, several KC
+ * every tile and blocking size of the active ISA (MR, NR, and the MC, KC, NC in use), the
+ * unpacked small/skinny path and its limits, k == 1, several KC
  * blocks, the attention shapes (S = Q K^T with K = 64/128, O = P V with N = 64), and the
  * M = 1 decode path (contiguous and strided x). alpha in {1, -0.5, 0}, beta in {0, 1, 0.5};
  * beta == 0 runs on a C full of NaN. Leading dimensions larger than the width: the padding
@@ -108,7 +109,8 @@ static void run_shape(size_t m, size_t n, size_t k, unsigned *counter)
 static void test_shapes(void)
 {
     const qkv_gemm_kernels *g = qkv_kernels_active()->gemm;
-    const size_t MR = g->mr, NR = g->nr, MC = g->mc, KC = g->kc, NC = g->nc;
+    const qkv_gemm_blocking bl = qkv_gemm_blocking_of(g);
+    const size_t MR = g->mr, NR = g->nr, MC = bl.mc, KC = bl.kc, NC = bl.nc;
     unsigned counter = 0;
     /* small and odd */
     static const size_t small[][3] = {{1, 1, 1}, {2, 1, 1}, {1, 2, 3}, {2, 2, 2}, {3, 5, 7}, {7, 11, 13},
@@ -127,6 +129,15 @@ static void test_shapes(void)
     run_shape(MR + 2, NR + 3, 2 * KC + 7, &counter);
     run_shape(5, NC + 1, 3, &counter);
     run_shape(2 * MC + MR + 1, 3, 17, &counter);
+    /* the unpacked path (NN, A and B read in place): m up to 4 MR with long n and k, its
+       edge one row past, the m n k <= 160^3 limit on both sides, and blocked NN shapes with
+       row and column edges just past it */
+    run_shape(4 * MR, 3 * NR + 5, 300, &counter);
+    run_shape(4 * MR + 1, 3 * NR + 5, 300, &counter);
+    run_shape(MR - 1 + (MR == 1), 2 * NR + 1, 1000, &counter);
+    run_shape(160, 160, 160, &counter);
+    run_shape(161, 160, 160, &counter);
+    run_shape(5 * MR + 1, 16 * NR + 5, 170, &counter);
     /* k == 0 and the empty shapes */
     run_shape(5, 7, 0, &counter);
     run_shape(0, 7, 5, &counter);
@@ -205,15 +216,18 @@ static void test_bad_arguments(void)
     for (size_t i = 0; i < M * N; i++)
         zeros &= float_to_bits(c[i]) == 0;
     CHECK(zeros, "k == 0, beta == 0: C not all +0");
-    /* allocation failure: blocked path, and the M = 1 path that gathers a strided x */
+    /* allocation failure: blocked path (B transposed: packed; NN this small takes the
+       unpacked path, which allocates nothing), and the M = 1 path that gathers a strided x */
     if (!alloc_hook_works()) {
         printf("  aligned_alloc is not interposable here (valgrind?): QKV_ERR_NOMEM not tested\n");
         return;
     }
     g_fail_alloc = 1;
     memcpy(c, c0, sizeof c);
-    CHECK(qkv_gemm(QKV_NOTRANS, QKV_NOTRANS, M, N, K, 1.0f, a, K, b, N, 0.0f, c, N) == QKV_ERR_NOMEM, "nomem");
+    CHECK(qkv_gemm(QKV_NOTRANS, QKV_TRANS, M, N, K, 1.0f, a, K, b, K, 0.0f, c, N) == QKV_ERR_NOMEM, "nomem");
     CHECK(memcmp(c, c0, sizeof c) == 0, "nomem: C modified");
+    CHECK(qkv_gemm(QKV_NOTRANS, QKV_NOTRANS, M, N, K, 1.0f, a, K, b, N, 0.0f, c, N) == QKV_OK, "unpacked: no allocation");
+    memcpy(c, c0, sizeof c);
     CHECK(qkv_gemm(QKV_TRANS, QKV_TRANS, 1, N, K, 1.0f, a, 2, b, K, 0.0f, c, N) == QKV_ERR_NOMEM, "nomem, M = 1");
     CHECK(memcmp(c, c0, sizeof c) == 0, "nomem, M = 1: C modified");
     g_fail_alloc = 0;
@@ -255,8 +269,9 @@ int main(void)
     for (int i = 0; i < n_isa; i++) {
         CHECK(qkv_isa_select(isas[i]) == QKV_OK, "select");
         const qkv_gemm_kernels *g = qkv_kernels_active()->gemm;
-        printf("  gemm on %s: tile %zux%zu, MC/KC/NC %zu/%zu/%zu\n", qkv_isa_name(isas[i]), g->mr, g->nr, g->mc, g->kc,
-               g->nc);
+        const qkv_gemm_blocking b = qkv_gemm_blocking_of(g);
+        printf("  gemm on %s: tile %zux%zu, MC/KC/NC %zu/%zu/%zu\n", qkv_isa_name(isas[i]), g->mr, g->nr, b.mc, b.kc,
+               b.nc);
         test_bad_arguments();
         test_special_values();
         test_shapes();

@@ -193,17 +193,18 @@ static void test_bad_arguments(void)
     CHECK(qkv_gemm_ex(QKV_NOTRANS, QKV_NOTRANS, M, N, K, 1, a, K, b, N, 0, c, N, &no_threads, NULL, 0) == QKV_ERR_ARG,
           "tp->n_threads 0");
     /* workspace: exactly what the call needs passes, one byte less is QKV_ERR_SIZE */
+    /* (B transposed: a small A B with both row-major is read in place and needs none) */
     const qkv_threadpool *tp = g_pools[2];
     size_t need = qkv_gemm_workspace_size(M, N, K, 2);
     unsigned char *ws = malloc(need);
     while (need > 64 &&
-           qkv_gemm_ex(QKV_NOTRANS, QKV_NOTRANS, M, N, K, 1, a, K, b, N, 0, c, N, tp, ws, need - 1) == QKV_OK)
+           qkv_gemm_ex(QKV_NOTRANS, QKV_TRANS, M, N, K, 1, a, K, b, K, 0, c, N, tp, ws, need - 1) == QKV_OK)
         need--; /* the bound covers every ISA: find this call's own need */
     memcpy(c, c0, sizeof(float) * M * N);
-    CHECK(qkv_gemm_ex(QKV_NOTRANS, QKV_NOTRANS, M, N, K, 1, a, K, b, N, 0, c, N, tp, ws, need - 1) == QKV_ERR_SIZE,
+    CHECK(qkv_gemm_ex(QKV_NOTRANS, QKV_TRANS, M, N, K, 1, a, K, b, K, 0, c, N, tp, ws, need - 1) == QKV_ERR_SIZE,
           "workspace one byte short");
     CHECK(memcmp(c, c0, sizeof(float) * M * N) == 0, "C written on error");
-    CHECK(qkv_gemm_ex(QKV_NOTRANS, QKV_NOTRANS, M, N, K, 1, a, K, b, N, 0, c, N, tp, ws, need) == QKV_OK,
+    CHECK(qkv_gemm_ex(QKV_NOTRANS, QKV_TRANS, M, N, K, 1, a, K, b, K, 0, c, N, tp, ws, need) == QKV_OK,
           "workspace of exactly the size needed");
     CHECK(qkv_gemm_workspace_size(1000, 1000, 1000, SIZE_MAX / 2) == 0, "workspace size overflow is 0");
     free(ws);

@@ -9,8 +9,13 @@
  *                scaling, beta = 0 over NaN (C never read), beta = 1 and beta = -0.5;
  *                k = 1 .. 300. A and B end at a PROT_NONE page: the kernel reads only the
  *                MR x k elements of A and the k x NR of B it is given.
+ *   ukernel_sup  B in place: every row count m = 1 .. MR and column counts 1 .. NR around
+ *                the vector length (masked columns), k = 1 .. 300, A, B and C each ending
+ *                at a PROT_NONE page right after their last element, C's leading-dimension
+ *                padding untouched, beta = 0 over NaN, beta = -0.5
  *   gemv_t       n and k with every tail up to 2 x 16 + 3, ldb > k, beta = 0 over NaN
- *   gemv_n       the same, incx 1 and 3
+ *   gemv_n       the same, incx 1 and 3, and n up to 8 AVX-512 vectors + a tail (every
+ *                column block: 8, 4, 2, 1 vectors)
  *   softcap      cap tanh(x / cap): tanh within 2 ULP, special values, tails at a guard page
  *   attn_update  max, rescale and exp of one S^T tile: columns whose max grows, columns
  *                that do not, columns all -inf (masked: zeros, a = 1, never NaN), running
@@ -111,9 +116,72 @@ static void test_ukernel(const qkv_gemm_kernels *g)
     }
 }
 
+static void test_ukernel_sup(const qkv_gemm_kernels *g)
+{
+    const size_t MR = g->mr, NR = g->nr;
+    static const size_t ks[] = {1, 3, 17, 64, 300};
+    size_t ns[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 24, 31, 33, 47, 48, 63};
+    for (size_t ik = 0; ik < sizeof ks / sizeof ks[0]; ik++) {
+        const size_t k = ks[ik];
+        for (size_t m = 1; m <= MR; m++) {
+            for (size_t in = 0; in <= sizeof ns / sizeof ns[0]; in++) {
+                const size_t n = in < sizeof ns / sizeof ns[0] ? ns[in] : NR;
+                if (n > NR)
+                    continue;
+                for (int kind = 0; kind < 2; kind++) {
+                    const float alpha = kind ? 0.5f : 1.0f, beta = kind ? -0.5f : 0.0f;
+                    const size_t lda = k + 5, ldb = n + 3, ldc = n + 2;
+                    guarded ga, gb, gc;
+                    float *a = guarded_alloc(&ga, (m - 1) * lda + k, GUARD_AFTER);
+                    float *b = guarded_alloc(&gb, (k - 1) * ldb + n, GUARD_AFTER);
+                    float *c = guarded_alloc(&gc, (m - 1) * ldc + n, GUARD_AFTER);
+                    const size_t nc = (m - 1) * ldc + n;
+                    float *c0 = malloc(nc * sizeof(float));
+                    fill(a, (m - 1) * lda + k);
+                    fill(b, (k - 1) * ldb + n);
+                    fill(c0, nc);
+                    if (beta == 0.0f)
+                        for (size_t i = 0; i < m; i++)
+                            for (size_t j = 0; j < n; j++)
+                                c0[i * ldc + j] = NAN; /* never read */
+                    memcpy(c, c0, nc * sizeof(float));
+                    g->ukernel_sup(m, n, k, a, lda, 1, b, ldb, c, ldc, alpha, beta);
+                    long bad = 0;
+                    for (size_t i = 0; i < m; i++) {
+                        for (size_t j = 0; j < ldc && i * ldc + j < nc; j++) {
+                            const float got = c[i * ldc + j];
+                            if (j >= n) { /* padding of C: untouched */
+                                bad += memcmp(&got, &c0[i * ldc + j], sizeof got) != 0;
+                                continue;
+                            }
+                            double ref = 0.0, mag = 0.0;
+                            for (size_t p = 0; p < k; p++) {
+                                const double t = (double)a[i * lda + p] * b[p * ldb + j];
+                                ref += t;
+                                mag += fabs(t);
+                            }
+                            const double cij = beta == 0.0f ? 0.0 : (double)c0[i * ldc + j];
+                            ref = alpha * ref + beta * cij;
+                            bad += !close_to(got, ref, 2.0 * (double)k * FLT_EPSILON * fabs(alpha) * mag +
+                                                           2.0 * FLT_EPSILON * fabs(beta * cij) + FLT_MIN);
+                        }
+                    }
+                    CHECK(bad == 0, "ukernel_sup m=%zu n=%zu k=%zu beta=%g: %ld wrong elements", m, n, k, beta, bad);
+                    CHECK(guarded_free(&ga) && guarded_free(&gb) && guarded_free(&gc),
+                          "ukernel_sup wrote outside its operands (m=%zu n=%zu k=%zu)", m, n, k);
+                    free(c0);
+                }
+            }
+        }
+    }
+}
+
 static void test_gemv(const qkv_gemm_kernels *g)
 {
-    for (size_t n = 1; n <= 35; n += (n < 20 ? 1 : 5)) {
+    static const size_t ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
+                                20, 25, 30, 35, 49, 64, 67, 100, 128, 131};
+    for (size_t in = 0; in < sizeof ns / sizeof ns[0]; in++) {
+        const size_t n = ns[in];
         for (size_t k = 1; k <= 35; k += (k < 20 ? 1 : 5)) {
             for (int beta_kind = 0; beta_kind < 2; beta_kind++) {
                 const float alpha = 0.75f, beta = beta_kind ? 0.5f : 0.0f;
@@ -299,9 +367,11 @@ int main(void)
     for (int k = 0; k < n_isa; k++) {
         qkv_isa_select(isas[k]);
         const qkv_kernels *t = qkv_kernels_active();
-        printf("  %s: ukernel %zux%zu (MC %zu, KC %zu, NC %zu), gemv_t, gemv_n, attn_update\n",
-               qkv_isa_name(isas[k]), t->gemm->mr, t->gemm->nr, t->gemm->mc, t->gemm->kc, t->gemm->nc);
+        const qkv_gemm_blocking b = qkv_gemm_blocking_of(t->gemm);
+        printf("  %s: ukernel %zux%zu (MC %zu, KC %zu, NC %zu), ukernel_sup, gemv_t, gemv_n, attn_update\n",
+               qkv_isa_name(isas[k]), t->gemm->mr, t->gemm->nr, b.mc, b.kc, b.nc);
         test_ukernel(t->gemm);
+        test_ukernel_sup(t->gemm);
         test_gemv(t->gemm);
         test_attn_update(t);
         test_softcap(t);

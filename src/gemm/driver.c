@@ -6,6 +6,7 @@
  *   k == 0 or alpha == 0   C = beta * C (A and B are not read; beta == 0 writes zeros)
  *   m == 1 (decode)        no packing: op(B) transposed -> gemv_t (one dot per output, rows
  *                          of B streamed), else gemv_n (axpys over the rows of B)
+ *   small or m skinny, A and B row-major: no packing, ukernel_sup on both in place
  *   otherwise              blocked: for jc (NC columns) / pc (KC depth, pack B) / ic (MC
  *                          rows; pack A if transposed, else read in place) / jr (NR) /
  *                          ir (MR): microkernel on an MR x NR tile
@@ -53,18 +54,33 @@ static void merge_tile(size_t rows, size_t cols, const float *t, size_t ldt, flo
             c[i * ldc + j] = beta == 0.0f ? t[i * ldt + j] : t[i * ldt + j] + beta * c[i * ldc + j];
 }
 
-/* The blocking of one call: blocks no larger than the problem; k split into equal KC
-   blocks (k = 300 with KC 256: 150 + 150, not 256 + 44) so that every block amortizes the
-   microkernel epilogue. */
+/* The blocking of one call: the ISA's blocking for this machine (qkv_gemm_blocking_of:
+   from the cache sizes, fixed at start-up, never from the thread count), blocks no larger
+   than the problem; k split into equal KC blocks (k = 300 with KC 256: 150 + 150, not
+   256 + 44) so that every block amortizes the microkernel epilogue. */
 typedef struct blocking {
     size_t kc, mc, nc;
 } blocking;
 
 static blocking plan(const qkv_gemm_kernels *g, size_t m, size_t n, size_t k)
 {
-    const size_t k_blocks = (k + g->kc - 1) / g->kc;
-    return (blocking){(k + k_blocks - 1) / k_blocks, qkv_min(g->mc, qkv_round_up(m, g->mr)),
-                      qkv_min(g->nc, qkv_round_up(n, g->nr))};
+    const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
+    const size_t k_blocks = (k + cb.kc - 1) / cb.kc;
+    return (blocking){(k + k_blocks - 1) / k_blocks, qkv_min(cb.mc, qkv_round_up(m, g->mr)),
+                      qkv_min(cb.nc, qkv_round_up(n, g->nr))};
+}
+
+/* plan() for the blocked loops themselves: a row-major A read in place gets the MC of its
+   leading dimension (qkv_gemm_mc_in_place: never more than plan's, so the workspace that
+   layout() sized with plan() holds) */
+static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, size_t m, size_t n, size_t k)
+{
+    blocking b = plan(g, m, n, k);
+    if (ta == QKV_NOTRANS) {
+        const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
+        b.mc = qkv_min(b.mc, qkv_gemm_mc_in_place(&cb, g->mr, lda, b.kc));
+    }
+    return b;
 }
 
 /* ---- the plan: work items by shape only ------------------------------------------ *
@@ -97,10 +113,10 @@ typedef struct gemm_plan {
     int parallel;     /* 0: below the size where threads pay */
 } gemm_plan;
 
-static gemm_plan make_plan(const qkv_gemm_kernels *g, size_t m, size_t n, size_t k)
+static gemm_plan make_plan(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, size_t m, size_t n, size_t k)
 {
     gemm_plan p;
-    p.b = plan(g, m, n, k);
+    p.b = plan_in_place(g, ta, lda, m, n, k);
     p.n_ic = (m + p.b.mc - 1) / p.b.mc;
     /* split the columns only as far as needed for ITEMS_WANTED items, and never into
        chunks narrower than COL_CHUNK_MIN */
@@ -311,6 +327,59 @@ static void gemm_run(gemm_call *cl, const qkv_threadpool *tp)
     }
 }
 
+/* Small and skinny problems (the BLIS "sup" idea): with A and B both row-major, the
+   microkernel reads both in place (ukernel_sup: A rows and B rows at their leading
+   dimensions, edge tiles through masked columns and fewer rows), so nothing is packed, no
+   workspace is taken and no edge goes through a scratch tile. Worth it where packing is a
+   visible part of the time: everything fits in L2 (m n k up to 160^3: 64^3, 128^3,
+   77 x 300 x 129), or m is a few register tiles (each B micropanel is used at most 4
+   times, so packing it cannot pay). k stays unblocked: its depth is the whole k, which
+   only lengthens each FMA chain (the error bound holds for any k). */
+static int small_ok(const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k)
+{
+    if (ta != QKV_NOTRANS || tb != QKV_NOTRANS)
+        return 0;
+    const double mnk = (double)m * (double)n * (double)k;
+    return mnk <= 160.0 * 160.0 * 160.0 || (m <= 4 * g->mr && k <= 4096);
+}
+
+/* Threads: the items are chunks of `cols` columns (a multiple of NR), so every tile of C
+   is the same ukernel_sup call whichever task runs it; a problem below PARALLEL_FLOPS is one
+   chunk. */
+typedef struct small_call {
+    const qkv_gemm_kernels *g;
+    size_t m, n, k;
+    float alpha;
+    const float *a;
+    size_t lda;
+    const float *b;
+    size_t ldb;
+    float beta;
+    float *c;
+    size_t ldc, cols;
+} small_call;
+
+static size_t small_cols(const qkv_gemm_kernels *g, size_t m, size_t n, size_t k)
+{
+    if (2.0 * (double)m * (double)n * (double)k < PARALLEL_FLOPS)
+        return qkv_round_up(n, g->nr);
+    return qkv_max(g->nr, qkv_round_up((n + ITEMS_WANTED - 1) / ITEMS_WANTED, g->nr));
+}
+
+static void small_item(void *ctx, size_t item, size_t slot)
+{
+    const small_call *sc = ctx;
+    const qkv_gemm_kernels *g = sc->g;
+    const size_t MR = g->mr, NR = g->nr, j_end = qkv_min(sc->n, (item + 1) * sc->cols);
+    (void)slot;
+    for (size_t jr = item * sc->cols; jr < j_end; jr += NR) { /* a k x NR panel of B stays in L1 over ir */
+        const size_t nr = qkv_min(NR, sc->n - jr);
+        for (size_t ir = 0; ir < sc->m; ir += MR)
+            g->ukernel_sup(qkv_min(MR, sc->m - ir), nr, sc->k, sc->a + ir * sc->lda, sc->lda, 1, sc->b + jr, sc->ldb,
+                           sc->c + ir * sc->ldc + jr, sc->ldc, sc->alpha, sc->beta);
+    }
+}
+
 qkv_status qkv_gemm(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
                     const float *b, size_t ldb, float beta, float *c, size_t ldc)
 {
@@ -350,7 +419,12 @@ qkv_status qkv_gemm_run(const qkv_gemm_kernels *g, const qkv_threadpool *tp, qkv
         scale_c(m, n, beta, c, ldc);
         return QKV_OK;
     }
-    gemm_call cl = {g, ta, tb, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, make_plan(g, m, n, k),
+    if (m > 1 && small_ok(g, ta, tb, m, n, k)) { /* no packing, no workspace */
+        small_call sc = {g, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, small_cols(g, m, n, k)};
+        qkv_parallel_for(sc.cols < n ? tp : NULL, (n + sc.cols - 1) / sc.cols, small_item, &sc);
+        return QKV_OK;
+    }
+    gemm_call cl = {g, ta, tb, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, make_plan(g, ta, lda, m, n, k),
                     {NULL, NULL, NULL, 0, 0}, 0, 0, 0, 0};
     const size_t slots = qkv_tasks_for(cl.p.parallel ? tp : NULL, max_items(g, &cl.p, m, n));
     qkv_arena ar = qkv_arena_sizer();

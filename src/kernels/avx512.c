@@ -3,9 +3,16 @@
  * GEMM tile 12 x 32, the row-major mirror of BLIS skx's 32 x 12: 24 accumulators +
  * 2 B + 1 A broadcast = 27/32 ZMM registers; 24 chains cover 2 FMA pipes x 4 cycles with
  * room to spare, and NR = 32 divides the attention head sizes 64 and 128.
- * Blocking from BLIS skx scaled to this tile (MC 240 = 20 x 12, KC 256, NC 3072): a B
- * micropanel is 32 KiB (L1), a block of A 240 KiB (L2); not yet tuned on
- * hardware. Edge tiles: the driver's scratch tile; gemv_t/gemv_n mask their tails. */
+ * Tile choice under the constraints: 32 ZMM; 2 FMA pipes x 4 cycles need >= 8 independent
+ * accumulators; NR must divide the head sizes 64 and 128 and, with MR, sdpa's 96-wide
+ * tiles. 16 x 32 needs 32 + 3 > 32 registers; 8 x 48 and 6 x 64 (fewer loads per FMA)
+ * fail 64 or 96; 14 x 32 (28 + 3 = 31) does not divide 96. 12 x 32 remains: per k step 2 B
+ * loads + 12 broadcast loads feed 24 FMAs (12 cycles on 2 pipes), 24 chains >= 8.
+ * bench_ukernels here: 90% of the in-process peak at k = 256 (87% at k = 64).
+ * Fallback blocking (caches unreadable; normally derived at start-up, gemm/blocking.h):
+ * BLIS skx scaled to this tile (MC 240 = 20 x 12, KC 256, NC 3072).
+ * Edge tiles: the driver's scratch tile, or ukernel_sup's masked columns and row count;
+ * gemv_t/gemv_n mask their tails. */
 #include "kernels/simd/avx512.h"
 
 #define QKV_KERNEL_ISA avx512

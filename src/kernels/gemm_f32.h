@@ -29,19 +29,29 @@
 #define GEMM_UNROLL
 #endif
 
-static void QKV_FN(gemm_ukernel)(size_t k, const float *restrict a, size_t rs_a, size_t cs_a, const float *restrict b,
-                                 float *restrict c, size_t ldc, float alpha, float beta)
+/* The tile body, for MRT <= GEMM_MR rows (constant after inlining) and B row p at
+   b[p * ldb] (packed: ldb = NR). EDGE = 0: all NR columns; EDGE = 1: only the first nc
+   columns of B are read and of C written (masked vectors; vectors past nc are skipped). */
+static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MRT, const int EDGE, size_t nc, size_t k,
+                                                                    const float *restrict a, size_t rs_a, size_t cs_a,
+                                                                    const float *restrict b, size_t ldb,
+                                                                    float *restrict c, size_t ldc, float alpha,
+                                                                    float beta)
 {
-    assert(k >= 1 && a != NULL && b != NULL && c != NULL && ldc >= GEMM_NR);
+    size_t w[GEMM_NV]; /* valid lanes of each column vector */
+    GEMM_UNROLL
+    for (int v = 0; v < GEMM_NV; v++)
+        w[v] = !EDGE ? VL : nc <= (size_t)v * VL ? 0 : nc - (size_t)v * VL < VL ? nc - (size_t)v * VL : VL;
     const float *ar[GEMM_MR]; /* row pointers: A(i, p) = ar[i][p * cs_a] */
     GEMM_UNROLL
-    for (int i = 0; i < GEMM_MR; i++)
+    for (int i = 0; i < MRT; i++)
         ar[i] = a + i * rs_a;
     vf acc[GEMM_MR][GEMM_NV];
     GEMM_UNROLL
-    for (int i = 0; i < GEMM_MR; i++) {
+    for (int i = 0; i < MRT; i++) {
         __builtin_prefetch(c + (size_t)i * ldc, 1);
-        __builtin_prefetch(c + (size_t)i * ldc + GEMM_NR - 1, 1);
+        if (!EDGE)
+            __builtin_prefetch(c + (size_t)i * ldc + GEMM_NR - 1, 1);
         GEMM_UNROLL
         for (int v = 0; v < GEMM_NV; v++)
             acc[i][v] = vf_zero();
@@ -50,39 +60,94 @@ static void QKV_FN(gemm_ukernel)(size_t k, const float *restrict a, size_t rs_a,
         vf bv[GEMM_NV];
         GEMM_UNROLL
         for (int v = 0; v < GEMM_NV; v++)
-            bv[v] = vf_load(b + v * VL);
+            bv[v] = !EDGE ? vf_load(b + v * VL) : w[v] == VL ? vf_load(b + v * VL)
+                          : w[v] > 0 ? vf_load_n(b + v * VL, w[v], 0.0f) : vf_zero();
+#ifdef VF_FMA_LANE
+        /* VL values of A per register, FMAs by lane: a column of A (rs_a = 1, whole
+           groups) is one load per group, rows in place a broadcast and lane inserts */
+        vf ag[(GEMM_MR + VL - 1) / VL];
+        if (rs_a == 1 && MRT % VL == 0) {
+            GEMM_UNROLL
+            for (int g = 0; g < MRT / VL; g++)
+                ag[g] = vf_load(ar[0] + g * VL);
+        } else {
+            GEMM_UNROLL
+            for (int i = 0; i < MRT; i++)
+                ag[i / VL] = i % VL == 0 ? vf_set1(*ar[i]) : vf_load_lane(ar[i], ag[i / VL], i % VL);
+        }
         GEMM_UNROLL
-        for (int i = 0; i < GEMM_MR; i++) {
+        for (int i = 0; i < MRT; i++) {
+            GEMM_UNROLL
+            for (int v = 0; v < GEMM_NV; v++) /* C(i, :) += A(i, p) * B(p, :) */
+                acc[i][v] = vf_fma_lane(ag[i / VL], bv[v], i % VL, acc[i][v]);
+        }
+#else
+        GEMM_UNROLL
+        for (int i = 0; i < MRT; i++) {
             const vf ai = vf_set1(*ar[i]); /* broadcast A(i, p) */
             GEMM_UNROLL
             for (int v = 0; v < GEMM_NV; v++)
                 acc[i][v] = vf_fma(ai, bv[v], acc[i][v]); /* C(i, :) += A(i, p) * B(p, :) */
         }
+#endif
         GEMM_UNROLL
-        for (int i = 0; i < GEMM_MR; i++)
+        for (int i = 0; i < MRT; i++)
             ar[i] += cs_a;
-        b += GEMM_NR;
+        b += ldb;
     }
-    const vf va = vf_set1(alpha);
-    if (beta == 0.0f) { /* write-only: C may hold NaN */
+    const vf va = vf_set1(alpha), vb = vf_set1(beta);
+    GEMM_UNROLL
+    for (int i = 0; i < MRT; i++) {
         GEMM_UNROLL
-        for (int i = 0; i < GEMM_MR; i++) {
-            GEMM_UNROLL
-            for (int v = 0; v < GEMM_NV; v++)
-                vf_store(c + (size_t)i * ldc + v * VL, vf_mul(va, acc[i][v]));
-        }
-    } else {
-        const vf vb = vf_set1(beta);
-        GEMM_UNROLL
-        for (int i = 0; i < GEMM_MR; i++) {
-            GEMM_UNROLL
-            for (int v = 0; v < GEMM_NV; v++) {
-                float *cp = c + (size_t)i * ldc + v * VL;
-                vf_store(cp, vf_fma(vb, vf_load(cp), vf_mul(va, acc[i][v]))); /* beta C + alpha AB */
+        for (int v = 0; v < GEMM_NV; v++) {
+            float *cp = c + (size_t)i * ldc + v * VL;
+            vf r = vf_mul(va, acc[i][v]);
+            if (!EDGE || w[v] == VL) {
+                if (beta != 0.0f) /* beta == 0: write-only, C may hold NaN */
+                    r = vf_fma(vb, vf_load(cp), r); /* beta C + alpha AB */
+                vf_store(cp, r);
+            } else if (w[v] > 0) {
+                if (beta != 0.0f)
+                    r = vf_fma(vb, vf_load_n(cp, w[v], 0.0f), r);
+                vf_store_n(cp, w[v], r);
             }
         }
     }
 }
+
+static void QKV_FN(gemm_ukernel)(size_t k, const float *restrict a, size_t rs_a, size_t cs_a, const float *restrict b,
+                                 float *restrict c, size_t ldc, float alpha, float beta)
+{
+    assert(k >= 1 && a != NULL && b != NULL && c != NULL && ldc >= GEMM_NR);
+    QKV_FN(gemm_tile)(GEMM_MR, 0, GEMM_NR, k, a, rs_a, cs_a, b, GEMM_NR, c, ldc, alpha, beta);
+}
+
+/* B in place (kernels.h): one instance per row count, full or masked columns */
+#define GEMM_SUP_CASE(r)                                                                                         \
+    case r:                                                                                                      \
+        if (r <= GEMM_MR) {                                                                                      \
+            if (n == GEMM_NR)                                                                                    \
+                QKV_FN(gemm_tile)(r <= GEMM_MR ? r : 1, 0, GEMM_NR, k, a, rs_a, cs_a, b, ldb, c, ldc, alpha, beta); \
+            else                                                                                                 \
+                QKV_FN(gemm_tile)(r <= GEMM_MR ? r : 1, 1, n, k, a, rs_a, cs_a, b, ldb, c, ldc, alpha, beta);   \
+        }                                                                                                        \
+        break;
+
+static void QKV_FN(gemm_ukernel_sup)(size_t m, size_t n, size_t k, const float *restrict a, size_t rs_a, size_t cs_a,
+                                     const float *restrict b, size_t ldb, float *restrict c, size_t ldc, float alpha,
+                                     float beta)
+{
+    assert(m >= 1 && m <= GEMM_MR && n >= 1 && n <= GEMM_NR && k >= 1 && a != NULL && b != NULL && c != NULL);
+    _Static_assert(GEMM_MR <= 16, "GEMM_SUP_CASE covers up to 16 rows");
+    switch (m) {
+        GEMM_SUP_CASE(1) GEMM_SUP_CASE(2) GEMM_SUP_CASE(3) GEMM_SUP_CASE(4) GEMM_SUP_CASE(5) GEMM_SUP_CASE(6)
+        GEMM_SUP_CASE(7) GEMM_SUP_CASE(8) GEMM_SUP_CASE(9) GEMM_SUP_CASE(10) GEMM_SUP_CASE(11) GEMM_SUP_CASE(12)
+        GEMM_SUP_CASE(13) GEMM_SUP_CASE(14) GEMM_SUP_CASE(15) GEMM_SUP_CASE(16)
+    default:
+        break;
+    }
+}
+#undef GEMM_SUP_CASE
 
 /* ---- M = 1: streaming kernels, operands read in place ---------------------------------
  * Decode (1 x n x k) has no reuse to pack for: every element of B is used once, so these
@@ -159,49 +224,75 @@ static inline void QKV_FN(gemv_store)(float *y, size_t w, vf acc, float alpha, f
         vf_store_n(y, w, r);
 }
 
-/* Column blocks of 8 vectors: one broadcast of x[p] feeds 8 independent FMA chains. The
-   remaining columns go one vector at a time with k split over 4 chains (p mod 4). */
+/* NB column vectors (the last one w lanes wide, w <= VL) over all k rows of B, with Q
+   chains per column (row p goes to chain p mod Q): NB * Q = 8 independent FMA chains
+   whatever the width, so a narrow y (n = 64 is 4 AVX-512 vectors) still keeps 2 FMA pipes
+   x 4 cycles busy, and every row of B is read once, in one pass. */
+static inline __attribute__((always_inline)) void QKV_FN(gemv_n_block)(const int NB, const int Q, size_t w, size_t k,
+                                                                       float alpha, const float *x, size_t incx,
+                                                                       const float *b, size_t ldb, float beta,
+                                                                       float *y)
+{
+    vf acc[8][8];
+    GEMM_UNROLL
+    for (int q = 0; q < Q; q++) {
+        GEMM_UNROLL
+        for (int v = 0; v < NB; v++)
+            acc[q][v] = vf_zero();
+    }
+    size_t p = 0;
+    for (; p + Q <= k; p += Q) {
+        GEMM_UNROLL
+        for (int q = 0; q < Q; q++) {
+            const vf xp = vf_set1(x[(p + q) * incx]);
+            const float *bp = b + (p + q) * ldb;
+            GEMM_UNROLL
+            for (int v = 0; v < NB; v++) /* y(j..) += x(p) B(p, j..) */
+                acc[q][v] = vf_fma(xp, v < NB - 1 ? vf_load(bp + v * VL) : QKV_FN(gemv_load)(bp + v * VL, w), acc[q][v]);
+        }
+    }
+    for (; p < k; p++) {
+        const vf xp = vf_set1(x[p * incx]);
+        const float *bp = b + p * ldb;
+        GEMM_UNROLL
+        for (int v = 0; v < NB; v++)
+            acc[0][v] = vf_fma(xp, v < NB - 1 ? vf_load(bp + v * VL) : QKV_FN(gemv_load)(bp + v * VL, w), acc[0][v]);
+    }
+    GEMM_UNROLL
+    for (int v = 0; v < NB; v++) {
+        GEMM_UNROLL
+        for (int q = 1; q < Q; q++) /* chains summed pairwise-free in a fixed order */
+            acc[0][v] = vf_add(acc[0][v], acc[q][v]);
+        QKV_FN(gemv_store)(y + v * VL, v < NB - 1 ? VL : w, acc[0][v], alpha, beta);
+    }
+}
+
+/* Columns in blocks of 8 vectors (one chain each), then the rest as one block of 4, 2 or
+   1 vectors, the last of them masked when n is not a multiple of VL. */
 static void QKV_FN(gemv_n)(size_t n, size_t k, float alpha, const float *x, size_t incx, const float *b, size_t ldb,
                            float beta, float *y)
 {
     assert(n >= 1 && k >= 1 && x != NULL && b != NULL && y != NULL && ldb >= n);
     size_t j = 0;
-    for (; j + 8 * VL <= n; j += 8 * VL) {
-        vf acc[8];
-        GEMM_UNROLL
-        for (int v = 0; v < 8; v++)
-            acc[v] = vf_zero();
-        for (size_t p = 0; p < k; p++) {
-            const vf xp = vf_set1(x[p * incx]);
-            const float *bp = b + p * ldb + j;
-            GEMM_UNROLL
-            for (int v = 0; v < 8; v++)
-                acc[v] = vf_fma(xp, vf_load(bp + v * VL), acc[v]); /* y(j..) += x(p) B(p, j..) */
-        }
-        GEMM_UNROLL
-        for (int v = 0; v < 8; v++)
-            QKV_FN(gemv_store)(y + j + v * VL, VL, acc[v], alpha, beta);
-    }
-    for (; j < n; j += VL) {
-        const size_t w = n - j < VL ? n - j : VL;
-        vf acc[4];
-        GEMM_UNROLL
-        for (int q = 0; q < 4; q++)
-            acc[q] = vf_zero();
-        size_t p = 0;
-        for (; p + 4 <= k; p += 4) {
-            GEMM_UNROLL
-            for (int q = 0; q < 4; q++)
-                acc[q] = vf_fma(vf_set1(x[(p + q) * incx]), QKV_FN(gemv_load)(b + (p + q) * ldb + j, w), acc[q]);
-        }
-        for (; p < k; p++)
-            acc[0] = vf_fma(vf_set1(x[p * incx]), QKV_FN(gemv_load)(b + p * ldb + j, w), acc[0]);
-        QKV_FN(gemv_store)(y + j, w, vf_add(vf_add(acc[0], acc[1]), vf_add(acc[2], acc[3])), alpha, beta);
+    for (; j + 8 * VL <= n; j += 8 * VL)
+        QKV_FN(gemv_n_block)(8, 1, VL, k, alpha, x, incx, b + j, ldb, beta, y + j);
+    while (j < n) {
+        const size_t rest = n - j, vecs = (rest + VL - 1) / VL;
+        const size_t nb = vecs >= 4 ? 4 : vecs >= 2 ? 2 : 1;
+        const size_t w = nb == vecs ? rest - (nb - 1) * VL : VL; /* lanes of the block's last vector */
+        if (nb == 4)
+            QKV_FN(gemv_n_block)(4, 2, w, k, alpha, x, incx, b + j, ldb, beta, y + j);
+        else if (nb == 2)
+            QKV_FN(gemv_n_block)(2, 4, w, k, alpha, x, incx, b + j, ldb, beta, y + j);
+        else
+            QKV_FN(gemv_n_block)(1, 8, w, k, alpha, x, incx, b + j, ldb, beta, y + j);
+        j += nb * VL < rest ? nb * VL : rest;
     }
 }
 
 const qkv_gemm_kernels QKV_FN(qkv_gemm) = {
-    QKV_FN(gemm_ukernel), QKV_FN(gemv_t), QKV_FN(gemv_n), GEMM_MR, GEMM_NR, GEMM_MC, GEMM_KC, GEMM_NC,
+    QKV_FN(gemm_ukernel), QKV_FN(gemm_ukernel_sup), QKV_FN(gemv_t), QKV_FN(gemv_n),
+    GEMM_MR, GEMM_NR, GEMM_MC, GEMM_KC, GEMM_NC,
 };
 
 _Static_assert(GEMM_MC % GEMM_MR == 0 && GEMM_NC % GEMM_NR == 0, "blocking must hold whole micropanels");

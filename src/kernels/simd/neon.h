@@ -62,6 +62,32 @@ static inline void vf_store_n(float *p, size_t r, vf v)
         p[i] = buf[i];
 }
 
+/* Lane-indexed FMA (GEMM microkernel, kernels/gemm_f32.h): c + a[lane] * b with the
+   multiplier taken from a lane of a register, so MR = 8 values of A cost 2 registers, not
+   8 (the 8 x 12 tile: 24 accumulators + 3 B + 2 A = 29 of 32, no spills). The lane must
+   be a constant after unrolling; the switch folds away. */
+#define VF_FMA_LANE 1
+static inline vf vf_fma_lane(vf a, vf b, int lane, vf c)
+{
+    switch (lane) {
+    case 0: return vfmaq_laneq_f32(c, b, a, 0);
+    case 1: return vfmaq_laneq_f32(c, b, a, 1);
+    case 2: return vfmaq_laneq_f32(c, b, a, 2);
+    default: return vfmaq_laneq_f32(c, b, a, 3);
+    }
+}
+
+/* v with lane replaced by *p (lane constant after unrolling) */
+static inline vf vf_load_lane(const float *p, vf v, int lane)
+{
+    switch (lane) {
+    case 0: return vld1q_lane_f32(p, v, 0);
+    case 1: return vld1q_lane_f32(p, v, 1);
+    case 2: return vld1q_lane_f32(p, v, 2);
+    default: return vld1q_lane_f32(p, v, 3);
+    }
+}
+
 static inline float vf_reduce_add(vf v) { return vaddvq_f32(v); }
 static inline double vf_reduce_add_f64(vf v)
 {

@@ -1,0 +1,110 @@
+/* The GEMM cache blocking from the cache sizes (the model: gemm/blocking.h) and the
+ * QKV_GEMM_BLOCKING tuning override. Plain integer arithmetic, baseline flags; called once
+ * per ISA from dispatch.c's pthread_once. */
+#include "gemm/blocking.h"
+
+static size_t qkv_max_size(size_t a, size_t b)
+{
+    return a > b ? a : b;
+}
+
+static size_t clamp(size_t x, size_t lo, size_t hi)
+{
+    return x < lo ? lo : x > hi ? hi : x;
+}
+
+/* the bytes of one way of a level, 0 when the level is unknown or not a usable cache */
+static size_t way_bytes(const qkv_cache_level *c)
+{
+    if (c->size == 0 || c->ways < 2 || c->line == 0 || c->size % c->ways != 0)
+        return 0;
+    return c->size / c->ways;
+}
+
+/* ways that a block of bytes occupies, rounded up */
+static size_t ways_of(size_t bytes, size_t way)
+{
+    return (bytes + way - 1) / way;
+}
+
+qkv_gemm_blocking qkv_gemm_blocking_derive(size_t mr, size_t nr, const qkv_caches *caches,
+                                           qkv_gemm_blocking fallback)
+{
+    const size_t s = sizeof(float);
+    qkv_gemm_blocking b = fallback;
+    b.l2_way = way_bytes(&caches->l2);
+    const size_t w1 = way_bytes(&caches->l1d), w2 = way_bytes(&caches->l2), w3 = way_bytes(&caches->l3);
+    if (w1 != 0) {
+        size_t ca = (caches->l1d.ways - 1) * mr / (mr + nr); /* ways of L1 for the A micropanels */
+        ca = ca < 1 ? 1 : ca;
+        b.kc = clamp(ca * w1 / (mr * s) / 8 * 8, QKV_GEMM_KC_MIN, QKV_GEMM_KC_MAX);
+    }
+    if (w2 != 0) {
+        const size_t taken = 1 + ways_of(b.kc * nr * s, w2); /* C, and the B micropanel */
+        if (caches->l2.ways > taken) {
+            const size_t mc = (caches->l2.ways - taken) * w2 / (b.kc * s);
+            b.mc = clamp(mc / mr * mr, mr, QKV_GEMM_MC_MAX / mr * mr);
+        }
+    }
+    if (w3 != 0) {
+        const size_t taken = 1 + ways_of(b.mc * b.kc * s, w3); /* C, and the block of A */
+        if (caches->l3.ways > taken) {
+            const size_t nc = (caches->l3.ways - taken) * w3 / (b.kc * s);
+            b.nc = clamp(nc / nr * nr, nr, QKV_GEMM_NC_DERIVED_MAX / nr * nr);
+        }
+    }
+    return b;
+}
+
+static size_t gcd(size_t a, size_t b)
+{
+    while (b != 0) {
+        const size_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+size_t qkv_gemm_mc_in_place(const qkv_gemm_blocking *b, size_t mr, size_t lda, size_t kc)
+{
+    if (b->l2_way == 0 || lda == 0)
+        return b->mc;
+    const size_t s = sizeof(float), g = gcd(lda * s, b->l2_way);
+    if (kc * s >= g) /* the rows cover every set */
+        return b->mc;
+    return qkv_max_size(mr, b->mc / 8 / mr * mr); /* f < 1: an eighth of the model's MC */
+}
+
+/* a decimal number in [1, 10^6] up to the next ',' or the end; *p moves past it */
+static int parse_size(const char **p, size_t *v)
+{
+    const char *s = *p;
+    size_t x = 0;
+    int digits = 0;
+    for (; *s >= '0' && *s <= '9'; s++, digits++) {
+        if (digits >= 7)
+            return 0;
+        x = x * 10 + (size_t)(*s - '0');
+    }
+    if (digits == 0 || x == 0)
+        return 0;
+    *v = x;
+    *p = s;
+    return 1;
+}
+
+int qkv_gemm_blocking_parse(const char *text, size_t mr, size_t nr, qkv_gemm_blocking *out)
+{
+    qkv_gemm_blocking b;
+    const char *p = text;
+    b.l2_way = 0; /* used as given: no in-place adjustment of MC */
+    if (p == NULL || !parse_size(&p, &b.mc) || *p++ != ',' || !parse_size(&p, &b.kc) || *p++ != ',' ||
+        !parse_size(&p, &b.nc) || *p != '\0')
+        return 0;
+    if (b.mc % mr != 0 || b.mc > QKV_GEMM_MC_MAX || b.kc < QKV_GEMM_KC_MIN || b.kc > QKV_GEMM_KC_MAX ||
+        b.nc % nr != 0 || b.nc > QKV_GEMM_NC_MAX)
+        return 0;
+    *out = b;
+    return 1;
+}

@@ -1,0 +1,74 @@
+/* Internal: the GEMM cache blocking (MC, KC, NC) of each ISA, derived at start-up from the
+ * register tile and the cache sizes of this machine (gemm/blocking.c), chosen once inside
+ * dispatch's pthread_once and read-only afterwards. Baseline flags. */
+#ifndef QKV_GEMM_BLOCKING_H
+#define QKV_GEMM_BLOCKING_H
+
+#include <stddef.h>
+
+/* one data (or unified) cache level as the hardware reports it; size == 0: unknown */
+typedef struct qkv_cache_level {
+    size_t size;  /* bytes available to one core (a shared level: its share) */
+    size_t ways;  /* associativity (a fully associative level: size / line) */
+    size_t line;  /* bytes per line */
+} qkv_cache_level;
+
+typedef struct qkv_caches {
+    qkv_cache_level l1d, l2, l3;
+} qkv_caches;
+
+typedef struct qkv_gemm_blocking {
+    size_t mc, kc, nc;
+    size_t l2_way; /* bytes of one L2 way (sets x line), 0 if unknown: qkv_gemm_mc_in_place() */
+} qkv_gemm_blocking;
+
+/* sane ranges of every blocking, derived or from QKV_GEMM_BLOCKING (beyond them the
+   workspace grows without a plausible gain). A derived NC stops at QKV_GEMM_NC_DERIVED_MAX:
+   a 4096-column block of B already makes the repacking of the jc loop rare, and a larger
+   one only grows the workspace (a machine with a big L3 share would otherwise get NC in
+   the hundreds of thousands). */
+enum {
+    QKV_GEMM_KC_MIN = 16,
+    QKV_GEMM_KC_MAX = 2048,
+    QKV_GEMM_MC_MAX = 4096,
+    QKV_GEMM_NC_MAX = 8192,
+    QKV_GEMM_NC_DERIVED_MAX = 4096,
+};
+
+/* The analytical model of Low, Igual, Smith and Quintana-Orti ("Analytical modeling is
+   enough for high-performance BLIS", ACM TOMS 43(2), 2016) for an MR x NR tile of floats,
+   each level an LRU set-associative cache of W ways:
+     KC: the KC x NR micropanel of B stays in L1 while MR x KC micropanels of A stream
+         through it; one way is left to C, the other W1 - 1 are split between A and B in
+         the ratio MR : NR, C_A = floor((W1 - 1) MR / (MR + NR)) ways for A, and KC is what
+         fills those: KC = C_A * (L1 / W1) / (MR * 4).
+     MC: the MC x KC block of A stays in L2 next to one KC x NR micropanel of B and C:
+         C_A = W2 - 1 - ceil(KC NR 4 / (L2 / W2)) ways, MC = C_A (L2 / W2) / (KC 4),
+         rounded down to a multiple of MR.
+     NC: the KC x NC block of B stays in this core's share of L3 next to the block of A:
+         C_B = W3 - 1 - ceil(MC KC 4 / (L3 / W3)) ways, NC = C_B (L3 / W3) / (KC 4),
+         rounded down to a multiple of NR, at most QKV_GEMM_NC_DERIVED_MAX.
+   Every value is clamped to the ranges above; a level that is unknown (size 0) keeps the
+   fallback's value for what it sets (fallback: the ISA's constants in kernels/<isa>.c). */
+qkv_gemm_blocking qkv_gemm_blocking_derive(size_t mr, size_t nr, const qkv_caches *caches,
+                                           qkv_gemm_blocking fallback);
+
+/* MC for a block of A read in place (row-major A, not packed) with leading dimension lda
+   and depth kc, from the MC of a packed (contiguous) block, b->mc, never larger. The model
+   assumes the block of A is contiguous. Rows kc floats long at a stride of lda floats
+   cover only f = min(1, 4 kc / gcd(4 lda, L2 way)) of the L2 sets (1024 x 1024 with kc 256:
+   a quarter), and the C tiles, written at a stride of the same kind, crowd the same sets.
+   f = 1: the model's MC; f < 1: an eighth of it. Measured on an AVX-512 Xeon (2 MiB 16-way
+   L2, model MC 1788 at KC 256), MC in {216, 444, 888, 1788}: 1024^3 NN (f = 1/4) 15.5 ms
+   at 1788, 13.2 at 444, 11.4 at 216; 512^3 (f = 1/2) best at 216; 4096 x 64 x 4096 NN
+   (f = 1/16) 17.7 ms at 1788, 15.0 at 216; 4096 x 4096 x 64 NT (rows of A contiguous,
+   f = 1) wants all of it: 16.8 ms at 1788, 19.7 at 444. */
+size_t qkv_gemm_mc_in_place(const qkv_gemm_blocking *b, size_t mr, size_t lda, size_t kc);
+
+/* QKV_GEMM_BLOCKING="mc,kc,nc" (tuning only): 1 and *out when the text is three decimal
+   numbers with MC a multiple of MR in [MR, QKV_GEMM_MC_MAX], KC in [QKV_GEMM_KC_MIN,
+   QKV_GEMM_KC_MAX], NC a multiple of NR in [NR, QKV_GEMM_NC_MAX]; else 0 and *out unchanged.
+   Its MC is used as given for every A (l2_way = 0: no in-place adjustment). */
+int qkv_gemm_blocking_parse(const char *text, size_t mr, size_t nr, qkv_gemm_blocking *out);
+
+#endif
