@@ -61,7 +61,7 @@ enum {
     MR_MAX = 16,     /* rows of the K edge scratch, and padding of the P V rows */
     DECODE_ROWS = 4, /* tiles of at most this many rows take the decode path */
     DECODE_KV = 128, /* keys per decode tile */
-    SPLIT_ITEMS = 16, /* fewer tile items than this: split the key range */
+    SPLIT_ITEMS = 8, /* fewer tile items than this: split the key range */
     SPLIT_MIN = 512   /* keys per split chunk at least */
 };
 
@@ -95,8 +95,11 @@ static plan make_plan(const qkv_attention_desc *d)
     p.hpt = qkv_min(p.G, BR);
     p.n_hc = (p.G + p.hpt - 1) / p.hpt;
     const size_t q_max = qkv_max(1, BR / p.hpt); /* queries a tile can hold */
-    p.n_qt = (d->n_q + q_max - 1) / q_max;
-    p.qpt = (d->n_q + p.n_qt - 1) / p.n_qt; /* balanced: 100 queries are 50 + 50, not 96 + 4 */
+    /* whole tiles of q_max queries and a remainder: with the causal diagonal, 96-query
+       tiles line up with the 96-key tiles (one masked tile per row of tiles), which evenly
+       balanced tiles would not */
+    p.qpt = qkv_min(q_max, d->n_q);
+    p.n_qt = (d->n_q + p.qpt - 1) / p.qpt;
     p.rows_max = p.hpt * p.qpt;
     p.n_tiles = d->batch * p.KVH * p.n_hc * p.n_qt; /* the caller checked it does not overflow */
     p.chunk = d->n_kv;
