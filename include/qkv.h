@@ -105,7 +105,7 @@ typedef struct qkv_threadpool {
 } qkv_threadpool;
 
 /* libqkv's own pool: n_threads - 1 worker threads plus the calling thread, which runs
-   task 0 (n_threads == 0: one per online CPU). Workers spin for a few microseconds after a
+   task 0 (n_threads == 0: one per online CPU). Workers spin for about 0.1 ms after a
    job, then sleep: an idle pool costs no CPU. NULL if a thread or memory cannot be had.
    One call may use a pool at a time: concurrent calls on the same pool are serialized,
    never corrupted. */

@@ -8,8 +8,9 @@
  * a job or runs one twice, and the job's fields are not rewritten while a worker may still
  * read them.
  *
- * Waiting. A worker that finished a job spins on the generation for about SPIN_NS (a few
- * microseconds: the next job of a driver usually follows at once) and then sleeps on a
+ * Waiting. A worker that finished a job spins on the generation for about SPIN_NS (0.1 ms:
+ * the next job of a driver usually follows well within it, and a futex wake-up costs tens
+ * of microseconds, a GEMM of 256^3 on two cores about 100) and then sleeps on a
  * condition variable, so an idle pool costs no CPU. The caller, once its own task is done,
  * spins likewise on the count of workers still busy before it sleeps.
  *
@@ -23,7 +24,7 @@
 
 #include "threadpool.h"
 
-enum { SPIN_NS = 20000 }; /* spin this long before sleeping */
+enum { SPIN_NS = 100000 }; /* spin this long before sleeping */
 
 typedef struct pool {
     qkv_threadpool pub;  /* first: the public handle is the pool */

@@ -97,8 +97,8 @@ static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
  * Threads pay only above PARALLEL_FLOPS (blocked) or PARALLEL_BYTES of B (m == 1); below,
  * one task runs every item in order. */
 enum {
-    B_PANELS = 8,             /* NR-wide B panels packed per item */
-    COL_CHUNK_MIN = 256,      /* columns of a compute item at least (keeps A reuse high) */
+    B_PANELS = 4,             /* NR-wide B panels packed per item */
+    COL_CHUNK_MIN = 128,      /* columns of a compute item at least (keeps A reuse high) */
     ITEMS_WANTED = 8,         /* items per (jc, pc) block worth splitting columns for */
     GEMV_COLS = 256,          /* columns per m == 1 item */
     PARALLEL_FLOPS = 1 << 22, /* 2 m n k below this: one task (64^3 is 2^19) */
@@ -117,6 +117,10 @@ static gemm_plan make_plan(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, 
 {
     gemm_plan p;
     p.b = plan_in_place(g, ta, lda, m, n, k);
+    p.n_ic = (m + p.b.mc - 1) / p.b.mc;
+    /* equal row blocks (256 rows with MC 216: 132 + 124, not 216 + 40), so that the items
+       of a block weigh the same */
+    p.b.mc = qkv_round_up((m + p.n_ic - 1) / p.n_ic, g->mr);
     p.n_ic = (m + p.b.mc - 1) / p.b.mc;
     /* split the columns only as far as needed for ITEMS_WANTED items, and never into
        chunks narrower than COL_CHUNK_MIN */
