@@ -337,10 +337,11 @@ static void decode_tile(const core *c, const tile *tl, const slot_ws *w, key_ran
 }
 
 /* O[rows r .. r + MR) += P V over the tile's keys, never touching a (row, key) pair the row
-   does not see: the microkernel over the keys every row of the block sees, an exact loop
-   for the rest of each row's range. vp: the V tile in NR-column micropanels. */
+   does not see: the microkernel over the keys every row of the block sees (vp: the V tile
+   in NR-column micropanels), then for each row the rest of its range by gemv_n over the
+   rows of V (vr, leading dimension ldv >= d_v). */
 static void pv_block(const qkv_gemm_kernels *g, const tile *tl, size_t r, size_t j0, size_t bc, const float *st,
-                     const float *vp, float *oacc, size_t dvp, size_t d_v)
+                     const float *vp, const float *vr, size_t ldv, float *oacc, size_t dvp, size_t d_v)
 {
     const size_t MR = g->mr, NR = g->nr, rows = qkv_min(MR, tl->rows - r);
     key_range all = {0, bc}; /* intersection over the block's rows */
@@ -358,16 +359,10 @@ static void pv_block(const qkv_gemm_kernels *g, const tile *tl, size_t r, size_t
         const key_range ri = clip(tl->range[r + i], j0, bc);
         const key_range rest[2] = {{ri.lo, common ? all.lo : ri.hi}, {common ? all.hi : ri.hi, ri.hi}};
         float *oi = oacc + (r + i) * dvp;
-        for (int part = 0; part < 2; part++)
-            for (size_t j = rest[part].lo; j < rest[part].hi; j++) {
-                const float p = st[j * LDS + r + i];
-                for (size_t c0 = 0; c0 < d_v; c0 += NR) { /* row j of V, panel by panel */
-                    const float *vj = vp + c0 * bc + j * NR;
-                    float *oc = oi + c0;
-                    for (size_t x = 0; x < NR; x++) /* past d_v: zero V, a padding column of O */
-                        oc[x] += p * vj[x];
-                }
-            }
+        for (int part = 0; part < 2; part++) /* o_i += P(i, lo .. hi) V(lo .. hi, :) */
+            if (rest[part].lo < rest[part].hi)
+                g->gemv_n(d_v, rest[part].hi - rest[part].lo, 1.0f, st + rest[part].lo * LDS + r + i, LDS,
+                          vr + rest[part].lo * ldv, ldv, 1.0f, oi);
     }
 }
 
@@ -439,10 +434,10 @@ static void tiled_tile(const core *c, const tile *tl, const slot_ws *w, key_rang
         /* V tile -> NR-column micropanels, columns past d_v zero */
         const float *vsrc = NULL;
         size_t ldv = d_v;
-        if (f32) {
+        if (kv_in_place(d)) {
             vsrc = (const float *)(const void *)kv_row(c, tl, c->v, d->v_stride, j0);
             ldv = d->v_stride[2];
-        } else {
+        } else { /* F16/BF16 widened, or F32 rows closer than d_v (broadcast) copied */
             widen_rows(c, tl, 1, j0, bc, w->vw);
             vsrc = w->vw;
         }
@@ -456,7 +451,7 @@ static void tiled_tile(const core *c, const tile *tl, const slot_ws *w, key_rang
             }
         }
         for (size_t r = 0; r < tl->rows; r += MR)
-            pv_block(g, tl, r, j0, bc, st, vp, oacc, dvp, d_v);
+            pv_block(g, tl, r, j0, bc, st, vp, vsrc, ldv, oacc, dvp, d_v);
     }
 }
 
