@@ -91,8 +91,8 @@ static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
  * transposed, else read in place) by its columns of packed B into C. k is never split, and
  * every C element sees the same microkernel calls in the same pc order whatever task runs
  * its item, so the result does not depend on the thread count.
- * m == 1 path: items are chunks of GEMV_COLS output columns, each one gemv over its
- * columns; GEMV_COLS is a multiple of 128, the column block that the gemv kernels'
+ * m == 1 path: items are GEMV_ITEMS chunks of the output columns (at least GEMV_COLS and a
+ * multiple of 128, the column block that the gemv kernels'
  * arithmetic may depend on (kernels.h), so chunking never changes a result.
  * Threads pay only above PARALLEL_FLOPS (blocked) or PARALLEL_BYTES of B (m == 1); below,
  * one task runs every item in order. */
@@ -100,13 +100,15 @@ enum {
     B_PANELS = 4,             /* NR-wide B panels packed per item */
     COL_CHUNK_MIN = 128,      /* columns of a compute item at least (keeps A reuse high) */
     ITEMS_WANTED = 8,         /* items per (jc, pc) block worth splitting columns for */
-    GEMV_COLS = 256,          /* columns per m == 1 item */
+    GEMV_COLS = 256,          /* columns per m == 1 item at least */
+    GEMV_ITEMS = 4,           /* m == 1 items: wide chunks keep gemv_n's row segments long */
     PARALLEL_FLOPS = 1 << 22, /* 2 m n k below this: one task (64^3 is 2^19) */
     PARALLEL_BYTES = 1 << 20  /* m == 1: bytes of B below this: one task */
 };
 
 typedef struct gemm_plan {
     blocking b;
+    size_t gemv_cols; /* m == 1: columns per item */
     size_t col_chunk; /* columns of a compute item inside an nc block */
     size_t n_jr;      /* column chunks per nc block */
     size_t n_ic;      /* row blocks */
@@ -128,6 +130,7 @@ static gemm_plan make_plan(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, 
     n_jr = qkv_min(n_jr, qkv_max(1, p.b.nc / COL_CHUNK_MIN));
     p.col_chunk = qkv_round_up((p.b.nc + n_jr - 1) / n_jr, g->nr);
     p.n_jr = (p.b.nc + p.col_chunk - 1) / p.col_chunk;
+    p.gemv_cols = qkv_max(GEMV_COLS, qkv_round_up((n + GEMV_ITEMS - 1) / GEMV_ITEMS, 128));
     if (m == 1)
         p.parallel = (double)n * (double)k * sizeof(float) >= PARALLEL_BYTES;
     else
@@ -141,7 +144,7 @@ static size_t max_items(const qkv_gemm_kernels *g, const gemm_plan *p, size_t m,
     if (!p->parallel)
         return 1;
     if (m == 1)
-        return (n + GEMV_COLS - 1) / GEMV_COLS;
+        return (n + p->gemv_cols - 1) / p->gemv_cols;
     const size_t b_items = (p->b.nc / g->nr + B_PANELS - 1) / B_PANELS;
     return qkv_max(b_items, p->n_ic * p->n_jr);
 }
@@ -293,14 +296,14 @@ static void compute_item(void *ctx, size_t item, size_t slot)
                  cl->c + ic * cl->ldc + cl->jc + j0, cl->ldc, tile);
 }
 
-/* m == 1, item i: output columns [i GEMV_COLS, ...) (all of them when not parallel). op(A)
+/* m == 1, item i: output columns [i gemv_cols, ...) (all of them when not parallel). op(A)
    is the row a[0..k) or, transposed, the column a[p * lda], gathered once into w.x for
    gemv_t, which loads x as vectors */
 static void row_item(void *ctx, size_t i, size_t slot)
 {
     const gemm_call *cl = ctx;
     (void)slot;
-    const size_t j0 = i * GEMV_COLS, cols = cl->p.parallel ? qkv_min(GEMV_COLS, cl->n - j0) : cl->n;
+    const size_t j0 = i * cl->p.gemv_cols, cols = cl->p.parallel ? qkv_min(cl->p.gemv_cols, cl->n - j0) : cl->n;
     const size_t inca = cl->ta == QKV_TRANS ? cl->lda : 1;
     if (cl->tb == QKV_NOTRANS)
         cl->g->gemv_n(cols, cl->k, cl->alpha, cl->a, inca, cl->b + j0, cl->ldb, cl->beta, cl->c + j0);
@@ -316,7 +319,7 @@ static void gemm_run(gemm_call *cl, const qkv_threadpool *tp)
         if (cl->w.x != NULL)
             for (size_t p = 0; p < cl->k; p++)
                 cl->w.x[p] = cl->a[p * cl->lda];
-        qkv_parallel_for(pool, cl->p.parallel ? (cl->n + GEMV_COLS - 1) / GEMV_COLS : 1, row_item, cl);
+        qkv_parallel_for(pool, cl->p.parallel ? (cl->n + cl->p.gemv_cols - 1) / cl->p.gemv_cols : 1, row_item, cl);
         return;
     }
     const size_t NR = cl->g->nr;
