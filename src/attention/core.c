@@ -455,6 +455,23 @@ static void tiled_tile(const core *c, const tile *tl, const slot_ws *w, key_rang
     }
 }
 
+/* the rows of tile t = ((b KVH + g) n_hc + hc) n_qt + qt (ranges and limit not set) */
+static tile tile_at(const core *c, size_t t)
+{
+    const plan *p = &c->p;
+    const size_t qt = t % p->n_qt, hc = t / p->n_qt % p->n_hc, bg = t / p->n_qt / p->n_hc;
+    tile tl;
+    tl.g = bg % p->KVH;
+    tl.b = bg / p->KVH;
+    tl.h0 = tl.g * p->G + hc * p->hpt;
+    tl.n_heads = qkv_min(p->hpt, p->G - hc * p->hpt);
+    tl.i0 = qt * p->qpt;
+    tl.nq = qkv_min(p->qpt, c->d->n_q - tl.i0);
+    tl.rows = tl.n_heads * tl.nq;
+    tl.limit = 0;
+    return tl;
+}
+
 /* item = tile index * n_chunks + chunk */
 static void run_item(void *ctx, size_t item, size_t slot)
 {
@@ -462,19 +479,7 @@ static void run_item(void *ctx, size_t item, size_t slot)
     const qkv_attention_desc *d = c->d;
     const plan *p = &c->p;
     const size_t chunk = item % p->n_chunks;
-    size_t rest = item / p->n_chunks; /* tile: ((b KVH + g) n_hc + hc) n_qt + qt */
-    const size_t qt = rest % p->n_qt;
-    rest /= p->n_qt;
-    const size_t hc = rest % p->n_hc;
-    rest /= p->n_hc;
-    tile tl;
-    tl.g = rest % p->KVH;
-    tl.b = rest / p->KVH;
-    tl.h0 = tl.g * p->G + hc * p->hpt;
-    tl.n_heads = qkv_min(p->hpt, p->G - hc * p->hpt);
-    tl.i0 = qt * p->qpt;
-    tl.nq = qkv_min(p->qpt, d->n_q - tl.i0);
-    tl.rows = tl.n_heads * tl.nq;
+    tile tl = tile_at(c, item / p->n_chunks);
     tl.limit = d->kv_len ? d->kv_len[tl.b] : d->n_kv;
     const size_t c0 = chunk * p->chunk, c1 = qkv_min(d->n_kv, c0 + p->chunk);
     key_range any = {SIZE_MAX, 0}, all = {0, SIZE_MAX};
@@ -522,15 +527,7 @@ static void merge_tile(void *ctx, size_t tile_index, size_t slot)
     const qkv_attention_desc *d = c->d;
     const plan *p = &c->p;
     const size_t n = p->n_chunks, d_v = d->d_v;
-    const size_t qt = tile_index % p->n_qt, rest = tile_index / p->n_qt, hc = rest % p->n_hc, bg = rest / p->n_hc;
-    tile tl;
-    tl.g = bg % p->KVH;
-    tl.b = bg / p->KVH;
-    tl.h0 = tl.g * p->G + hc * p->hpt;
-    tl.n_heads = qkv_min(p->hpt, p->G - hc * p->hpt);
-    tl.i0 = qt * p->qpt;
-    tl.nq = qkv_min(p->qpt, d->n_q - tl.i0);
-    tl.rows = tl.n_heads * tl.nq;
+    const tile tl = tile_at(c, tile_index);
     /* the merged rows go through the slot's accumulator */
     float *acc = c->w.slots + slot * c->w.slot_floats, *m = acc + tl.rows * d_v, *l = m + tl.rows;
     const float *parts = c->w.partials + tile_index * n * c->w.part_len;
