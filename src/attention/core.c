@@ -32,8 +32,8 @@
  *   online softmax        the table's attn_update: running max and sum per row, O rescaled
  *                         only when the max grew
  *   O += P V              V tile packed (and widened) into NR-column micropanels; the
- *                         microkernel over the keys every row of an MR-block sees, an exact
- *                         loop for the few others
+ *                         microkernel over the keys every row of an MR-block sees, gemv_n
+ *                         over the V rows for the few keys only some of its rows see
  * Decode path (at most DECODE_ROWS rows): per row, scores by gemv_t over its visible part of
  * the K tile, then exp and O = a O + P V by gemv_n; K and V tiles of DECODE_KV keys are
  * widened once per tile for all rows.
