@@ -290,8 +290,143 @@ static void QKV_FN(gemv_n)(size_t n, size_t k, float alpha, const float *x, size
     }
 }
 
+/* ---- Several rows of x at once (the query heads of a GQA group at one decode position):
+ * every element of B is loaded once for all R <= 4 rows, where R calls of gemv_t / gemv_n
+ * would stream B R times. */
+
+/* JB rows of B against R rows of x: R x JB dot products, x loaded once per k step for all
+   JB rows (R = 4, JB = 2: 8 chains + 4 x + 1 B = 13 vector registers) */
+static inline __attribute__((always_inline)) void QKV_FN(gemv_tm_block)(const int R, const int JB, size_t k,
+                                                                        const float *x, size_t ldx, const float *b,
+                                                                        size_t ldb, float *y, size_t ldy)
+{
+    vf acc[4][2];
+    GEMM_UNROLL
+    for (int i = 0; i < R; i++) {
+        GEMM_UNROLL
+        for (int jb = 0; jb < JB; jb++)
+            acc[i][jb] = vf_zero();
+    }
+    size_t p = 0;
+    for (; p + VL <= k; p += VL) {
+        vf xv[4];
+        GEMM_UNROLL
+        for (int i = 0; i < R; i++)
+            xv[i] = vf_load(x + i * ldx + p);
+        GEMM_UNROLL
+        for (int jb = 0; jb < JB; jb++) {
+            const vf bv = vf_load(b + jb * ldb + p);
+            GEMM_UNROLL
+            for (int i = 0; i < R; i++)
+                acc[i][jb] = vf_fma(xv[i], bv, acc[i][jb]);
+        }
+    }
+    if (p < k) {
+        GEMM_UNROLL
+        for (int jb = 0; jb < JB; jb++) {
+            const vf bv = vf_load_n(b + jb * ldb + p, k - p, 0.0f);
+            GEMM_UNROLL
+            for (int i = 0; i < R; i++)
+                acc[i][jb] = vf_fma(vf_load_n(x + i * ldx + p, k - p, 0.0f), bv, acc[i][jb]);
+        }
+    }
+    GEMM_UNROLL
+    for (int i = 0; i < R; i++) {
+        GEMM_UNROLL
+        for (int jb = 0; jb < JB; jb++)
+            y[i * ldy + jb] = vf_reduce_add(acc[i][jb]);
+    }
+}
+
+static inline __attribute__((always_inline)) void QKV_FN(gemv_tm_r)(const int R, size_t n, size_t k, const float *x,
+                                                                    size_t ldx, const float *b, size_t ldb, float *y,
+                                                                    size_t ldy)
+{
+    size_t j = 0;
+    for (; j + 2 <= n; j += 2)
+        QKV_FN(gemv_tm_block)(R, 2, k, x, ldx, b + j * ldb, ldb, y + j, ldy);
+    if (j < n)
+        QKV_FN(gemv_tm_block)(R, 1, k, x, ldx, b + j * ldb, ldb, y + j, ldy);
+}
+
+static void QKV_FN(gemv_t_multi)(size_t r, size_t n, size_t k, const float *x, size_t ldx, const float *b, size_t ldb,
+                                 float *y, size_t ldy)
+{
+    assert(r >= 1 && r <= 4 && n >= 1 && k >= 1 && ldx >= k && ldb >= k && ldy >= n);
+    switch (r) {
+    case 1: QKV_FN(gemv_tm_r)(1, n, k, x, ldx, b, ldb, y, ldy); break;
+    case 2: QKV_FN(gemv_tm_r)(2, n, k, x, ldx, b, ldb, y, ldy); break;
+    case 3: QKV_FN(gemv_tm_r)(3, n, k, x, ldx, b, ldb, y, ldy); break;
+    default: QKV_FN(gemv_tm_r)(4, n, k, x, ldx, b, ldb, y, ldy); break;
+    }
+}
+
+/* NB column vectors (the last w lanes wide) of B for R rows of x: R x NB chains (R = 4,
+   NB = 2: 8 chains + 2 B + 1 broadcast = 11 vector registers), each row of B read once */
+static inline __attribute__((always_inline)) void QKV_FN(gemv_nm_block)(const int R, const int NB, size_t w, size_t k,
+                                                                        const float *x, size_t ldx, const float *b,
+                                                                        size_t ldb, const float *beta, float *y,
+                                                                        size_t ldy)
+{
+    vf acc[4][2];
+    GEMM_UNROLL
+    for (int i = 0; i < R; i++) {
+        GEMM_UNROLL
+        for (int v = 0; v < NB; v++)
+            acc[i][v] = vf_zero();
+    }
+    for (size_t p = 0; p < k; p++) {
+        vf bv[2];
+        GEMM_UNROLL
+        for (int v = 0; v < NB; v++)
+            bv[v] = v < NB - 1 ? vf_load(b + p * ldb + v * VL) : QKV_FN(gemv_load)(b + p * ldb + v * VL, w);
+        GEMM_UNROLL
+        for (int i = 0; i < R; i++) {
+            const vf xp = vf_set1(x[i * ldx + p]);
+            GEMM_UNROLL
+            for (int v = 0; v < NB; v++)
+                acc[i][v] = vf_fma(xp, bv[v], acc[i][v]);
+        }
+    }
+    GEMM_UNROLL
+    for (int i = 0; i < R; i++) {
+        GEMM_UNROLL
+        for (int v = 0; v < NB; v++)
+            QKV_FN(gemv_store)(y + i * ldy + v * VL, v < NB - 1 ? VL : w, acc[i][v], 1.0f, beta[i]);
+    }
+}
+
+static inline __attribute__((always_inline)) void QKV_FN(gemv_nm_r)(const int R, size_t n, size_t k, const float *x,
+                                                                    size_t ldx, const float *b, size_t ldb,
+                                                                    const float *beta, float *y, size_t ldy)
+{
+    size_t j = 0;
+    for (; j + 2 * VL <= n; j += 2 * VL)
+        QKV_FN(gemv_nm_block)(R, 2, VL, k, x, ldx, b + j, ldb, beta, y + j, ldy);
+    if (j < n) {
+        const size_t rest = n - j;
+        if (rest > VL)
+            QKV_FN(gemv_nm_block)(R, 2, rest - VL, k, x, ldx, b + j, ldb, beta, y + j, ldy);
+        else
+            QKV_FN(gemv_nm_block)(R, 1, rest, k, x, ldx, b + j, ldb, beta, y + j, ldy);
+    }
+}
+
+static void QKV_FN(gemv_n_multi)(size_t r, size_t n, size_t k, const float *x, size_t ldx, const float *b,
+                                 size_t ldb, const float *beta, float *y, size_t ldy)
+{
+    assert(r >= 1 && r <= 4 && n >= 1 && k >= 1 && ldx >= k && ldb >= n && ldy >= n);
+    switch (r) {
+    case 1: QKV_FN(gemv_nm_r)(1, n, k, x, ldx, b, ldb, beta, y, ldy); break;
+    case 2: QKV_FN(gemv_nm_r)(2, n, k, x, ldx, b, ldb, beta, y, ldy); break;
+    case 3: QKV_FN(gemv_nm_r)(3, n, k, x, ldx, b, ldb, beta, y, ldy); break;
+    default: QKV_FN(gemv_nm_r)(4, n, k, x, ldx, b, ldb, beta, y, ldy); break;
+    }
+}
+
 const qkv_gemm_kernels QKV_FN(qkv_gemm) = {
-    QKV_FN(gemm_ukernel), QKV_FN(gemm_ukernel_sup), QKV_FN(gemv_t), QKV_FN(gemv_n),
+    QKV_FN(gemm_ukernel), QKV_FN(gemm_ukernel_sup), QKV_FN(gemv_t), QKV_FN(gemv_n), QKV_FN(gemv_t_multi),
+    QKV_FN(gemv_n_multi),
     GEMM_MR, GEMM_NR, GEMM_MC, GEMM_KC, GEMM_NC,
 };
 
