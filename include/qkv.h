@@ -131,8 +131,9 @@ typedef enum qkv_trans { QKV_NOTRANS = 0, QKV_TRANS = 1 } qkv_trans;
    Status: QKV_ERR_ARG for a bad ta/tb, an ld below its minimum, or a NULL a, b (k > 0) or c;
    the ld checks hold whatever m, n, k are (m == 0 with lda = 1 < k is QKV_ERR_ARG);
    QKV_ERR_SIZE if a matrix would span more than PTRDIFF_MAX bytes; QKV_ERR_NOMEM if the
-   packing workspace (allocated once per call, a few MiB at most: (MC + NC) x KC floats of
-   the active ISA) cannot be allocated.
+   packing workspace (allocated once per call, at most KC x NC + MC x KC + MR x NR floats of
+   the active ISA's blocking on this machine, about 10 MiB for AVX2 with a 2 MiB L2; none
+   for small products of row-major matrices) cannot be allocated.
    C must not overlap A or B. On any error C is unchanged. Thread-safe; single-threaded. */
 QKV_API qkv_status qkv_gemm(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k,
                             float alpha, const float *a, size_t lda,
@@ -195,9 +196,9 @@ QKV_API qkv_status qkv_attention_simple(const float *x, size_t n, size_t d, floa
 /* Scaled dot-product attention, one head: O = softmax(scale Q K^T [+ causal mask]) V.
    q: n_q x d_k, k: n_kv x d_k, v: n_kv x d_v, o: n_q x d_v; any n_q, n_kv, d_k, d_v >= 1.
    scale <= 0 means 1/sqrt(d_k); a NaN or infinite scale is QKV_ERR_ARG. flags: 0 or
-   QKV_CAUSAL. One fused FlashAttention-2 style pass: no n_q x n_kv buffer; the workspace
-   (allocated once per call) is O(tile x (d_k + d_v)) floats, independent of n_q and n_kv
-   (d = 64: 140,032 bytes). Error per output: the GEMM bound on the scores and on P V, exp within
+   QKV_CAUSAL. One fused FlashAttention-2 style pass (qkv_attention's core): no n_q x n_kv
+   buffer; the workspace (allocated once per call) is O(tile x (d_k + d_v)) floats,
+   independent of n_q and n_kv (d = 64, 16384 x 16384: 152,512 bytes). Error per output: the GEMM bound on the scores and on P V, exp within
    2 ULP (the qkv_exp contract), stable for logits of any finite magnitude. The scale is
    applied to q before the dot products (scale q rounded once), so only a logit that itself
    overflows float (or a partial sum of one beyond FLT_MAX) overflows: a score of +inf or
@@ -212,7 +213,7 @@ QKV_API qkv_status qkv_sdpa(const float *q, const float *k, const float *v, floa
 /* Self-attention with trainable weights: Q = X Wq, K = X Wk, V = X Wv (qkv_gemm), then
    Z = softmax(Q K^T / sqrt(d_out) [+ causal mask]) V (the qkv_sdpa kernel).
    x: n x d_in; wq, wk, wv: d_in x d_out each; z: n x d_out; flags as qkv_sdpa.
-   Allocates 3 n d_out floats, the sdpa workspace and the GEMM packing once per call. */
+   Allocates 3 n d_out floats, the attention workspace and the GEMM packing once per call. */
 QKV_API qkv_status qkv_self_attention(const float *x, size_t n, size_t d_in,
                                       const float *wq, const float *wk, const float *wv, size_t d_out,
                                       unsigned flags, float *z);
