@@ -34,10 +34,9 @@
  *   O += P V              V tile packed (and widened) into NR-column micropanels; the
  *                         microkernel over the keys every row of an MR-block sees, gemv_n
  *                         over the V rows for the few keys only some of its rows see
- * Decode path (at most DECODE_ROWS rows): scores by gemv_t over each row's visible part of
- * the K tile, then exp and O = a O + P V by gemv_n. F16/BF16 K and V tiles of DECODE_KV
- * keys are widened once for all rows, and rows that see the same keys (the heads of a GQA
- * group) then share one gemv_t_multi / gemv_n_multi over the widened tile.
+ * Decode path (at most DECODE_ROWS rows): per row, scores by gemv_t over its visible part of
+ * the K tile, then exp and O = a O + P V by gemv_n; K and V tiles of DECODE_KV keys are
+ * widened once per tile for all rows.
  * The end: O / l (l == 0: no visible key, a zero row) and lse = m + log l (-inf without a
  * visible key), or the partial of a chunk.
  *
@@ -139,15 +138,15 @@ static int kv_in_place(const qkv_attention_desc *d)
     return d->kv_dtype == QKV_F32 && d->k_stride[2] >= d->d_k && d->v_stride[2] >= d->d_v;
 }
 
-static void slot_layout(qkv_arena *ar, size_t d_k, size_t d_v, int in_place, slot_ws *w)
+static void slot_layout(qkv_arena *ar, size_t d_k, size_t d_v, int f32, slot_ws *w)
 {
     const size_t dvp = dv_pad(d_v);
     w->qt = qkv_arena_array(ar, d_k, BR);
     w->st = qkv_arena_array(ar, BC, LDS);
     w->vp = qkv_arena_array(ar, dvp, BC);
-    /* K/V read in place: only the K edge rows; else the widened (or copied) K and V tiles */
-    w->kw = qkv_arena_array(ar, d_k, in_place ? MR_MAX : qkv_max(BC + MR_MAX, DECODE_KV));
-    w->vw = in_place ? NULL : qkv_arena_array(ar, d_v, qkv_max(BC, DECODE_KV));
+    /* in place: only the K edge rows; else the widened (or copied) K and V tiles */
+    w->kw = qkv_arena_array(ar, d_k, f32 ? MR_MAX : qkv_max(BC + MR_MAX, DECODE_KV));
+    w->vw = f32 ? NULL : qkv_arena_array(ar, d_v, qkv_max(BC, DECODE_KV));
     w->oacc = qkv_arena_array(ar, dvp, BR + MR_MAX);
     w->m = qkv_arena_floats(ar, BR + MR_MAX);
     w->l = qkv_arena_floats(ar, BR + MR_MAX);
@@ -310,29 +309,13 @@ static void decode_tile(const core *c, const tile *tl, const slot_ws *w, key_ran
             ldk = d->d_k;
             ldv = d->d_v;
         }
-        /* rows that see the same keys here (a GQA group at one position always does) share
-           every load of the widened K and V tile, in cache: one gemv_t_multi for their
-           scores, one gemv_n_multi for O = a O + P V. F32 read in place goes row by row:
-           gemv_t streaming four K rows at a time from memory beats the shared kernels there
-           (measured: 30 vs 35 ms for 32 heads over 8 KV heads, 32768 keys) */
-        const key_range k0 = clip(tl->range[0], j0, n);
-        int shared = !f32 && tl->rows > 1 && k0.lo < k0.hi;
-        for (size_t r = 1; r < tl->rows && shared; r++) {
-            const key_range kr = clip(tl->range[r], j0, n);
-            shared = kr.lo == k0.lo && kr.hi == k0.hi;
-        }
-        if (shared)
-            g->gemv_t_multi(tl->rows, k0.hi - k0.lo, d->d_k, qs, d->d_k, kt + k0.lo * ldk, ldk, s, DECODE_KV);
-        float alphas[DECODE_ROWS];
         for (size_t r = 0; r < tl->rows; r++) {
             const key_range kr = clip(tl->range[r], j0, n);
-            alphas[r] = 1.0f;
             if (kr.lo == kr.hi)
                 continue;
             const size_t bd = kr.hi - kr.lo;
             float *si = s + r * DECODE_KV, *oi = oacc + r * d->d_v;
-            if (!shared)
-                g->gemv_t(bd, d->d_k, 1.0f, qs + r * d->d_k, kt + kr.lo * ldk, ldk, 0.0f, si);
+            g->gemv_t(bd, d->d_k, 1.0f, qs + r * d->d_k, kt + kr.lo * ldk, ldk, 0.0f, si);
             if (c->cap > 0.0f)
                 c->t->softcap(si, bd, c->cap);
             float mx = m[r];
@@ -348,12 +331,8 @@ static void decode_tile(const core *c, const tile *tl, const slot_ws *w, key_ran
                 sum += si[x];
             l[r] = alpha * l[r] + sum;
             m[r] = mx;
-            alphas[r] = alpha;
-            if (!shared)
-                g->gemv_n(d->d_v, bd, 1.0f, si, 1, vt + kr.lo * ldv, ldv, alpha, oi);
+            g->gemv_n(d->d_v, bd, 1.0f, si, 1, vt + kr.lo * ldv, ldv, alpha, oi);
         }
-        if (shared)
-            g->gemv_n_multi(tl->rows, d->d_v, k0.hi - k0.lo, s, DECODE_KV, vt + k0.lo * ldv, ldv, alphas, oacc, d->d_v);
     }
 }
 
