@@ -175,17 +175,26 @@ static void x86_caches(qkv_caches *out)
 #endif
 
 #if defined(__aarch64__) && defined(__linux__)
-/* the first number in a sysfs file (with a K or M suffix: scaled), 0 if unreadable */
-static size_t sysfs_number(const char *dir, const char *file)
+/* the start of the sysfs file dir/file into text (NUL-terminated); 0 if unreadable */
+static int sysfs_read(const char *dir, const char *file, char *text, size_t size)
 {
-    char path[128], text[64];
+    char path[128];
     snprintf(path, sizeof path, "%s/%s", dir, file);
     FILE *f = fopen(path, "r");
     if (f == NULL)
         return 0;
-    const size_t got = fread(text, 1, sizeof text - 1, f);
+    const size_t got = fread(text, 1, size - 1, f);
     fclose(f);
     text[got] = '\0';
+    return 1;
+}
+
+/* the first number in a sysfs file (with a K or M suffix: scaled), 0 if unreadable */
+static size_t sysfs_number(const char *dir, const char *file)
+{
+    char text[64];
+    if (!sysfs_read(dir, file, text, sizeof text))
+        return 0;
     char *end;
     const unsigned long long v = strtoull(text, &end, 10);
     return (size_t)v * (*end == 'K' ? 1024 : *end == 'M' ? 1024 * 1024 : 1);
@@ -194,14 +203,9 @@ static size_t sysfs_number(const char *dir, const char *file)
 /* the number of CPUs in a list such as "0-3,8" */
 static size_t sysfs_cpu_count(const char *dir)
 {
-    char path[128], text[256];
-    snprintf(path, sizeof path, "%s/shared_cpu_list", dir);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
+    char text[256];
+    if (!sysfs_read(dir, "shared_cpu_list", text, sizeof text))
         return 1;
-    const size_t got = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[got] = '\0';
     size_t count = 0;
     for (char *p = text; *p >= '0' && *p <= '9';) {
         const unsigned long lo = strtoul(p, &p, 10);

@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "oracles.h"
 #include "qkv.h"
 
 /* 1 if query i of item b sees key j */
@@ -155,17 +156,13 @@ static inline uint16_t ref_f16_encode(float f)
 /* bfloat16: the high half of a binary32 */
 static inline float ref_bf16_decode(uint16_t h)
 {
-    const uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
+    return bits_to_float((uint32_t)h << 16);
 }
 
 /* nearest bfloat16, ties to even (on the 16 dropped bits); NaN stays a quiet NaN */
 static inline uint16_t ref_bf16_encode(float f)
 {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
+    uint32_t u = float_to_bits(f);
     if (isnan(f))
         return (uint16_t)((u >> 16) | 0x40);
     u += 0x7fffu + ((u >> 16) & 1u);

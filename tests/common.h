@@ -139,18 +139,4 @@ static inline int guarded_free(guarded *g)
     return ok;
 }
 
-static inline float bits_to_float(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static inline uint32_t float_to_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
 #endif

@@ -7,6 +7,24 @@
 #include <float.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---- float bit patterns ------------------------------------------------------------ */
+
+static inline float bits_to_float(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline uint32_t float_to_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
 
 /* ---- dot and GEMM ------------------------------------------------------------------ */
 
