@@ -80,11 +80,29 @@ typedef void (*qkv_gemv_t_fn)(size_t n, size_t k, float alpha, const float *x, c
 typedef void (*qkv_gemv_n_fn)(size_t n, size_t k, float alpha, const float *x, size_t incx, const float *b,
                               size_t ldb, float beta, float *y);
 
+/* Several rows of x at once (the query heads of a GQA group at one decode position), each
+   element of B loaded once for all of them, 1 <= r <= 4:
+     gemv_t_multi(r, n, k, x, ldx, b, ldb, y, ldy):
+         y[i * ldy + j] = sum_p x[i * ldx + p] * b[j * ldb + p]               (ldx, ldb >= k)
+     gemv_n_multi(r, n, k, x, ldx, b, ldb, beta, y, ldy):
+         y[i * ldy + j] = sum_p x[i * ldx + p] * b[p * ldb + j] + beta[i] * y[i * ldy + j]
+                                            (ldx >= k, ldb >= n; beta[i] == 0: row i not read)
+   for i < r, j < n, n, k >= 1, touching only the elements named. Row i comes out
+   bit-identical to gemv_t(n, k, 1, x + i ldx, b, ldb, 0, y + i ldy) and to
+   gemv_n(n, k, 1, x + i ldx, 1, b, ldb, beta[i], y + i ldy): a decode row gets the same
+   bits alone or in its group. */
+typedef void (*qkv_gemv_t_multi_fn)(size_t r, size_t n, size_t k, const float *x, size_t ldx, const float *b,
+                                    size_t ldb, float *y, size_t ldy);
+typedef void (*qkv_gemv_n_multi_fn)(size_t r, size_t n, size_t k, const float *x, size_t ldx, const float *b,
+                                    size_t ldb, const float *beta, float *y, size_t ldy);
+
 typedef struct qkv_gemm_kernels {
     qkv_gemm_ukernel_fn ukernel;
     qkv_gemm_ukernel_sup_fn ukernel_sup;
     qkv_gemv_t_fn gemv_t;
     qkv_gemv_n_fn gemv_n;
+    qkv_gemv_t_multi_fn gemv_t_multi;
+    qkv_gemv_n_multi_fn gemv_n_multi;
     size_t mr, nr;     /* register tile */
     size_t mc, kc, nc; /* cache blocking when the caches cannot be read */
 } qkv_gemm_kernels;

@@ -16,6 +16,9 @@
  *   gemv_t       n and k with every tail up to 2 x 16 + 3, ldb > k, beta = 0 over NaN
  *   gemv_n       the same, incx 1 and 3, and n up to 8 AVX-512 vectors + a tail (every
  *                column block: 8, 4, 2, 1 vectors)
+ *   gemv_t_multi, gemv_n_multi   1 .. 4 rows of x at once: tails, padded leading
+ *                dimensions, beta per row (0 over NaN: not read), B at a guard page,
+ *                against the double reference and bit-identical to gemv_t / gemv_n per row
  *   softcap      cap tanh(x / cap): tanh within 2 ULP, special values, tails at a guard page
  *   attn_update  max, rescale and exp of one S^T tile: columns whose max grows, columns
  *                that do not, columns all -inf (masked: zeros, a = 1, never NaN), running
@@ -232,6 +235,83 @@ static void test_gemv(const qkv_gemm_kernels *g)
     }
 }
 
+/* gemv_t_multi / gemv_n_multi: r = 1 .. 4 rows of x, n and k with tails, padded leading
+   dimensions, beta per row (0 over NaN: not read), B ending at a guard page; each row
+   within the GEMM bound of the double reference and bit-identical to gemv_t / gemv_n on
+   that row alone (kernels.h: a decode row gets the same bits alone or in its GQA group) */
+static void test_gemv_multi(const qkv_gemm_kernels *g)
+{
+    static const size_t sizes[] = {1, 3, 7, 16, 17, 33, 64, 100, 130};
+    const size_t ns = sizeof sizes / sizeof sizes[0];
+    long bad = 0, differ = 0;
+    for (size_t r = 1; r <= 4; r++) {
+        for (size_t in = 0; in < ns; in++) {
+            for (size_t ik = 0; ik < ns; ik += (r == 4 ? 1 : 2)) {
+                const size_t n = sizes[in], k = sizes[ik], ldx = k + 3, ldy = n + 5;
+                float *x = malloc(r * ldx * sizeof(float)), *y = malloc(r * ldy * sizeof(float));
+                float *y0 = malloc(r * ldy * sizeof(float)), *y1 = malloc(ldy * sizeof(float)), beta[4];
+                fill(x, r * ldx);
+                /* t: B is n rows of k (ldb = k + 1) */
+                guarded gb;
+                const size_t ldt = k + 1;
+                float *b = guarded_alloc(&gb, (n - 1) * ldt + k, GUARD_AFTER);
+                fill(b, (n - 1) * ldt + k);
+                fill(y0, r * ldy);
+                memcpy(y, y0, r * ldy * sizeof(float));
+                g->gemv_t_multi(r, n, k, x, ldx, b, ldt, y, ldy);
+                for (size_t i = 0; i < r; i++) {
+                    g->gemv_t(n, k, 1.0f, x + i * ldx, b, ldt, 0.0f, y1);
+                    differ += memcmp(y1, y + i * ldy, n * sizeof(float)) != 0;
+                    for (size_t j = 0; j < ldy; j++) {
+                        if (j >= n) {
+                            bad += memcmp(&y[i * ldy + j], &y0[i * ldy + j], sizeof(float)) != 0;
+                            continue;
+                        }
+                        double mag;
+                        const double ref = ref_dot(x + i * ldx, 1, b + j * ldt, 1, k, &mag);
+                        bad += !close_to(y[i * ldy + j], ref, gemm_tol(k, 1.0, mag, 0.0, FLT_MIN));
+                    }
+                }
+                bad += !guarded_free(&gb);
+                /* n: B is k rows of n (ldb = n + 2), y = P B + beta y */
+                guarded gn;
+                const size_t ldn = n + 2;
+                float *bn = guarded_alloc(&gn, (k - 1) * ldn + n, GUARD_AFTER);
+                fill(bn, (k - 1) * ldn + n);
+                for (size_t i = 0; i < r; i++) {
+                    beta[i] = i % 2 ? 0.5f : 0.0f;
+                    for (size_t j = 0; j < ldy; j++)
+                        y0[i * ldy + j] = beta[i] == 0.0f && j < n ? NAN : rng_uniform(-1, 1);
+                }
+                memcpy(y, y0, r * ldy * sizeof(float));
+                g->gemv_n_multi(r, n, k, x, ldx, bn, ldn, beta, y, ldy);
+                for (size_t i = 0; i < r; i++) {
+                    memcpy(y1, y0 + i * ldy, ldy * sizeof(float));
+                    g->gemv_n(n, k, 1.0f, x + i * ldx, 1, bn, ldn, beta[i], y1);
+                    differ += memcmp(y1, y + i * ldy, n * sizeof(float)) != 0;
+                    for (size_t j = 0; j < ldy; j++) {
+                        if (j >= n) {
+                            bad += memcmp(&y[i * ldy + j], &y0[i * ldy + j], sizeof(float)) != 0;
+                            continue;
+                        }
+                        double mag;
+                        const double ref = ref_dot(x + i * ldx, 1, bn + j, ldn, k, &mag);
+                        const double c0 = beta[i] == 0.0f ? 0.0 : (double)beta[i] * y0[i * ldy + j];
+                        bad += !close_to(y[i * ldy + j], ref + c0, gemm_tol(k, 1.0, mag, c0, FLT_MIN));
+                    }
+                }
+                bad += !guarded_free(&gn);
+                free(x);
+                free(y);
+                free(y0);
+                free(y1);
+            }
+        }
+    }
+    CHECK(bad == 0, "gemv_t_multi / gemv_n_multi: %ld wrong elements", bad);
+    CHECK(differ == 0, "gemv_t_multi / gemv_n_multi: %ld rows differ from gemv_t / gemv_n on the row alone", differ);
+}
+
 /* COLS queries (a multiple of every ISA's vector length), D_O output columns */
 enum { COLS = 48, D_O = 32, LDS = COLS + 16, LDO = D_O + 16 };
 
@@ -368,11 +448,12 @@ int main(void)
         qkv_isa_select(isas[k]);
         const qkv_kernels *t = qkv_kernels_active();
         const qkv_gemm_blocking b = qkv_gemm_blocking_of(t->gemm);
-        printf("  %s: ukernel %zux%zu (MC %zu, KC %zu, NC %zu), ukernel_sup, gemv_t, gemv_n, attn_update\n",
+        printf("  %s: ukernel %zux%zu (MC %zu, KC %zu, NC %zu), ukernel_sup, gemv_t, gemv_n, gemv_t_multi, gemv_n_multi, attn_update\n",
                qkv_isa_name(isas[k]), t->gemm->mr, t->gemm->nr, b.mc, b.kc, b.nc);
         test_ukernel(t->gemm);
         test_ukernel_sup(t->gemm);
         test_gemv(t->gemm);
+        test_gemv_multi(t->gemm);
         test_attn_update(t);
         test_softcap(t);
     }

@@ -35,8 +35,10 @@
  *                         microkernel over the keys every row of an MR-block sees, gemv_n
  *                         over the V rows for the few keys only some of its rows see
  * Decode path (at most DECODE_ROWS rows): per row, scores by gemv_t over its visible part of
- * the K tile, then exp and O = a O + P V by gemv_n; K and V tiles of DECODE_KV keys are
- * widened once per tile for all rows.
+ * the K tile, then exp and O = a O + P V by gemv_n; rows that see the same keys of a tile
+ * (a GQA group's heads) share one gemv_t_multi and one gemv_n_multi, which read K and V
+ * once for all of them. F16/BF16 K and V tiles of DECODE_KV keys are widened once per tile
+ * for all rows.
  * The end: O / l (l == 0: no visible key, a zero row) and lse = m + log l (-inf without a
  * visible key), or the partial of a chunk.
  *
@@ -309,13 +311,28 @@ static void decode_tile(const core *c, const tile *tl, const slot_ws *w, key_ran
             ldk = d->d_k;
             ldv = d->d_v;
         }
+        /* rows that see the same keys of this tile (the query heads of a GQA group at one
+           position always do) share every load of K and V: one gemv_t_multi for their
+           scores, one gemv_n_multi for O = a O + P V, row by row the same bits as gemv_t
+           and gemv_n (kernels.h), so grouping never changes a result */
+        const key_range k0 = clip(tl->range[0], j0, n);
+        int shared = tl->rows > 1 && k0.lo < k0.hi;
+        for (size_t r = 1; r < tl->rows && shared; r++) {
+            const key_range kr = clip(tl->range[r], j0, n);
+            shared = kr.lo == k0.lo && kr.hi == k0.hi;
+        }
+        if (shared)
+            g->gemv_t_multi(tl->rows, k0.hi - k0.lo, d->d_k, qs, d->d_k, kt + k0.lo * ldk, ldk, s, DECODE_KV);
+        float alphas[DECODE_ROWS];
         for (size_t r = 0; r < tl->rows; r++) {
             const key_range kr = clip(tl->range[r], j0, n);
+            alphas[r] = 1.0f;
             if (kr.lo == kr.hi)
                 continue;
             const size_t bd = kr.hi - kr.lo;
             float *si = s + r * DECODE_KV, *oi = oacc + r * d->d_v;
-            g->gemv_t(bd, d->d_k, 1.0f, qs + r * d->d_k, kt + kr.lo * ldk, ldk, 0.0f, si);
+            if (!shared)
+                g->gemv_t(bd, d->d_k, 1.0f, qs + r * d->d_k, kt + kr.lo * ldk, ldk, 0.0f, si);
             if (c->cap > 0.0f)
                 c->t->softcap(si, bd, c->cap);
             float mx = m[r];
@@ -331,8 +348,13 @@ static void decode_tile(const core *c, const tile *tl, const slot_ws *w, key_ran
                 sum += si[x];
             l[r] = alpha * l[r] + sum;
             m[r] = mx;
-            g->gemv_n(d->d_v, bd, 1.0f, si, 1, vt + kr.lo * ldv, ldv, alpha, oi);
+            alphas[r] = alpha;
+            if (!shared)
+                g->gemv_n(d->d_v, bd, 1.0f, si, 1, vt + kr.lo * ldv, ldv, alpha, oi);
         }
+        if (shared)
+            g->gemv_n_multi(tl->rows, d->d_v, k0.hi - k0.lo, s, DECODE_KV, vt + k0.lo * ldv, ldv, alphas, oacc,
+                            d->d_v);
     }
 }
 

@@ -15,4 +15,7 @@
 #define GEMM_MC 144
 #define GEMM_KC 384
 #define GEMM_NC 4080
+/* gemv_t_multi 4 x 2 chains + 2 B + 1 x = 11 of 16 YMM; gemv_n_multi one row (8 chains) per pass: two would need 16 + 3 */
+#define GEMV_T_JB 2
+#define GEMV_N_RG 1
 #include "kernels/instantiate.h"

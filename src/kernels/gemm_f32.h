@@ -21,6 +21,21 @@
 
 #define GEMM_NR (GEMM_NV * VL)
 
+/* gemv_t_multi: rows of B per block (R x GEMV_T_JB accumulators, R <= 4 rows of x);
+   gemv_n_multi: rows of x per pass over B (GEMV_N_RG x 8 accumulators). Set by the ISA
+   file to what its register file holds. */
+#ifndef GEMV_T_JB
+#define GEMV_T_JB 2
+#endif
+#ifndef GEMV_N_RG
+#define GEMV_N_RG 1
+#endif
+/* the multi kernels prefetch the row of B this many rows ahead (a hint: past the end of B
+   it loads nothing and cannot fault) */
+#ifndef GEMV_PF_ROWS
+#define GEMV_PF_ROWS 16
+#endif
+
 #if defined(__GNUC__) && !defined(__clang__)
 #define GEMM_UNROLL _Pragma("GCC unroll 32")
 #elif defined(__clang__)
@@ -159,41 +174,35 @@ static inline float QKV_FN(gemv_out)(float dot, float alpha, float beta, const f
     return beta == 0.0f ? alpha * dot : alpha * dot + beta * *y;
 }
 
-/* R rows of B (R = 4 or 1) dotted with x, two accumulator chains per row so that four rows
-   keep 8 FMAs in flight (2 ports x 4 cycles). The k tail is one masked vector. */
+/* Every dot product of gemv_t and gemv_t_multi is one FMA chain over the vectors of k in
+   order, the masked tail last, then vf_reduce_add: the same arithmetic whichever kernel,
+   row group or thread computes it, so a decode row comes out bit-identical whether it goes
+   alone or with the other query heads of its GQA group. R rows of B (R <= 8) are in flight
+   at once: 8 chains cover 2 FMA pipes x 4 cycles. */
 static inline __attribute__((always_inline)) void QKV_FN(gemv_t_rows)(int R, size_t k, float alpha, const float *x,
                                                                       const float *b, size_t ldb, float beta,
                                                                       float *y)
 {
-    vf s[4], t[4];
+    vf s[8];
     GEMM_UNROLL
     for (int r = 0; r < R; r++)
-        s[r] = t[r] = vf_zero();
+        s[r] = vf_zero();
     size_t p = 0;
-    for (; p + 2 * VL <= k; p += 2 * VL) {
-        const vf x0 = vf_load(x + p), x1 = vf_load(x + p + VL);
-        GEMM_UNROLL
-        for (int r = 0; r < R; r++) {
-            s[r] = vf_fma(x0, vf_load(b + r * ldb + p), s[r]);
-            t[r] = vf_fma(x1, vf_load(b + r * ldb + p + VL), t[r]);
-        }
-    }
-    if (p + VL <= k) {
+    for (; p + VL <= k; p += VL) {
         const vf x0 = vf_load(x + p);
         GEMM_UNROLL
         for (int r = 0; r < R; r++)
             s[r] = vf_fma(x0, vf_load(b + r * ldb + p), s[r]);
-        p += VL;
     }
     if (p < k) {
         const vf x0 = vf_load_n(x + p, k - p, 0.0f);
         GEMM_UNROLL
         for (int r = 0; r < R; r++)
-            t[r] = vf_fma(x0, vf_load_n(b + r * ldb + p, k - p, 0.0f), t[r]);
+            s[r] = vf_fma(x0, vf_load_n(b + r * ldb + p, k - p, 0.0f), s[r]);
     }
     GEMM_UNROLL
     for (int r = 0; r < R; r++)
-        y[r] = QKV_FN(gemv_out)(vf_reduce_add(vf_add(s[r], t[r])), alpha, beta, y + r);
+        y[r] = QKV_FN(gemv_out)(vf_reduce_add(s[r]), alpha, beta, y + r);
 }
 
 static void QKV_FN(gemv_t)(size_t n, size_t k, float alpha, const float *x, const float *b, size_t ldb, float beta,
@@ -201,10 +210,88 @@ static void QKV_FN(gemv_t)(size_t n, size_t k, float alpha, const float *x, cons
 {
     assert(n >= 1 && k >= 1 && x != NULL && b != NULL && y != NULL && ldb >= k);
     size_t j = 0;
-    for (; j + 4 <= n; j += 4)
+    for (; j + 8 <= n; j += 8)
+        QKV_FN(gemv_t_rows)(8, k, alpha, x, b + j * ldb, ldb, beta, y + j);
+    if (j + 4 <= n) {
         QKV_FN(gemv_t_rows)(4, k, alpha, x, b + j * ldb, ldb, beta, y + j);
+        j += 4;
+    }
     for (; j < n; j++)
         QKV_FN(gemv_t_rows)(1, k, alpha, x, b + j * ldb, ldb, beta, y + j);
+}
+
+/* R rows of x (R <= 4) against JB rows of B (JB <= GEMV_T_JB): R x JB chains, each row of
+   B loaded once for all R rows of x */
+static inline __attribute__((always_inline)) void QKV_FN(gemv_tm_block)(const int R, const int JB, size_t k,
+                                                                        const float *x, size_t ldx, const float *b,
+                                                                        size_t ldb, float *y, size_t ldy)
+{
+    vf s[4][GEMV_T_JB];
+    GEMM_UNROLL
+    for (int i = 0; i < R; i++) {
+        GEMM_UNROLL
+        for (int jb = 0; jb < JB; jb++)
+            s[i][jb] = vf_zero();
+    }
+    size_t p = 0;
+    for (; p + VL <= k; p += VL) {
+        vf bv[GEMV_T_JB];
+        GEMM_UNROLL
+        for (int jb = 0; jb < JB; jb++) {
+            if ((p * sizeof(float)) % 64 == 0) /* B streams from memory: one line ahead per line used */
+                __builtin_prefetch(b + (jb + GEMV_PF_ROWS) * ldb + p);
+            bv[jb] = vf_load(b + jb * ldb + p);
+        }
+        GEMM_UNROLL
+        for (int i = 0; i < R; i++) {
+            const vf x0 = vf_load(x + i * ldx + p);
+            GEMM_UNROLL
+            for (int jb = 0; jb < JB; jb++)
+                s[i][jb] = vf_fma(x0, bv[jb], s[i][jb]);
+        }
+    }
+    if (p < k) {
+        vf bv[GEMV_T_JB];
+        GEMM_UNROLL
+        for (int jb = 0; jb < JB; jb++)
+            bv[jb] = vf_load_n(b + jb * ldb + p, k - p, 0.0f);
+        GEMM_UNROLL
+        for (int i = 0; i < R; i++) {
+            const vf x0 = vf_load_n(x + i * ldx + p, k - p, 0.0f);
+            GEMM_UNROLL
+            for (int jb = 0; jb < JB; jb++)
+                s[i][jb] = vf_fma(x0, bv[jb], s[i][jb]);
+        }
+    }
+    GEMM_UNROLL
+    for (int i = 0; i < R; i++) {
+        GEMM_UNROLL
+        for (int jb = 0; jb < JB; jb++)
+            y[i * ldy + jb] = vf_reduce_add(s[i][jb]);
+    }
+}
+
+static inline __attribute__((always_inline)) void QKV_FN(gemv_tm_r)(const int R, size_t n, size_t k, const float *x,
+                                                                    size_t ldx, const float *b, size_t ldb, float *y,
+                                                                    size_t ldy)
+{
+    size_t j = 0;
+    for (; j + GEMV_T_JB <= n; j += GEMV_T_JB)
+        QKV_FN(gemv_tm_block)(R, GEMV_T_JB, k, x, ldx, b + j * ldb, ldb, y + j, ldy);
+    for (; j < n; j++)
+        QKV_FN(gemv_tm_block)(R, 1, k, x, ldx, b + j * ldb, ldb, y + j, ldy);
+}
+
+static void QKV_FN(gemv_t_multi)(size_t r, size_t n, size_t k, const float *x, size_t ldx, const float *b, size_t ldb,
+                                 float *y, size_t ldy)
+{
+    assert(r >= 1 && r <= 4 && n >= 1 && k >= 1 && ldx >= k && ldb >= k && ldy >= n);
+    switch (r) {
+    case 1: QKV_FN(gemv_tm_r)(1, n, k, x, ldx, b, ldb, y, ldy); break;
+    case 2: QKV_FN(gemv_tm_r)(2, n, k, x, ldx, b, ldb, y, ldy); break;
+    case 3: QKV_FN(gemv_tm_r)(3, n, k, x, ldx, b, ldb, y, ldy); break;
+    default: QKV_FN(gemv_tm_r)(4, n, k, x, ldx, b, ldb, y, ldy); break;
+    }
 }
 
 /* w = VL: a full vector; w < VL: the masked last one */
@@ -224,75 +311,119 @@ static inline void QKV_FN(gemv_store)(float *y, size_t w, vf acc, float alpha, f
         vf_store_n(y, w, r);
 }
 
-/* NB column vectors (the last one w lanes wide, w <= VL) over all k rows of B, with Q
-   chains per column (row p goes to chain p mod Q): NB * Q = 8 independent FMA chains
-   whatever the width, so a narrow y (n = 64 is 4 AVX-512 vectors) still keeps 2 FMA pipes
-   x 4 cycles busy, and every row of B is read once, in one pass. */
-static inline __attribute__((always_inline)) void QKV_FN(gemv_n_block)(const int NB, const int Q, size_t w, size_t k,
-                                                                       float alpha, const float *x, size_t incx,
-                                                                       const float *b, size_t ldb, float beta,
-                                                                       float *y)
+/* RG rows of x (RG <= GEMV_N_RG), NB column vectors (the last one w lanes wide, w <= VL)
+   over all k rows of B, with Q chains per column and row of x (row p of B goes to chain
+   p mod Q): NB * Q = 8 independent FMA chains per row of x whatever the width, so a narrow
+   y (n = 64 is 4 AVX-512 vectors) still keeps 2 FMA pipes x 4 cycles busy; every vector of
+   B is loaded once for the RG rows. A row's arithmetic does not depend on RG: gemv_n and
+   gemv_n_multi give the same bits. */
+static inline __attribute__((always_inline)) void QKV_FN(gemv_n_block)(const int RG, const int NB, const int Q,
+                                                                       size_t w, size_t k, float alpha,
+                                                                       const float *x, size_t incx, size_t ldx,
+                                                                       const float *b, size_t ldb,
+                                                                       const float *beta, float *y, size_t ldy)
 {
-    vf acc[8][8];
+    vf acc[GEMV_N_RG][8]; /* acc[i][q * NB + v] */
     GEMM_UNROLL
-    for (int q = 0; q < Q; q++) {
+    for (int i = 0; i < RG; i++) {
         GEMM_UNROLL
-        for (int v = 0; v < NB; v++)
-            acc[q][v] = vf_zero();
+        for (int c = 0; c < NB * Q; c++)
+            acc[i][c] = vf_zero();
     }
     size_t p = 0;
     for (; p + Q <= k; p += Q) {
         GEMM_UNROLL
         for (int q = 0; q < Q; q++) {
-            const vf xp = vf_set1(x[(p + q) * incx]);
-            const float *bp = b + (p + q) * ldb;
+            vf xp[GEMV_N_RG];
             GEMM_UNROLL
-            for (int v = 0; v < NB; v++) /* y(j..) += x(p) B(p, j..) */
-                acc[q][v] = vf_fma(xp, v < NB - 1 ? vf_load(bp + v * VL) : QKV_FN(gemv_load)(bp + v * VL, w), acc[q][v]);
+            for (int i = 0; i < RG; i++)
+                xp[i] = vf_set1(x[i * ldx + (p + q) * incx]);
+            const float *bp = b + (p + q) * ldb;
+            if (RG > 1) /* gemv_n_multi: B streams from memory, one line ahead per line used */
+                GEMM_UNROLL
+                for (int v = 0; v < NB; v++)
+                    if ((v * VL * sizeof(float)) % 64 == 0)
+                        __builtin_prefetch(bp + GEMV_PF_ROWS * ldb + v * VL);
+            GEMM_UNROLL
+            for (int v = 0; v < NB; v++) { /* y(j..) += x(p) B(p, j..) */
+                const vf bv = v < NB - 1 ? vf_load(bp + v * VL) : QKV_FN(gemv_load)(bp + v * VL, w);
+                GEMM_UNROLL
+                for (int i = 0; i < RG; i++)
+                    acc[i][q * NB + v] = vf_fma(xp[i], bv, acc[i][q * NB + v]);
+            }
         }
     }
     for (; p < k; p++) {
-        const vf xp = vf_set1(x[p * incx]);
+        vf xp[GEMV_N_RG];
+        GEMM_UNROLL
+        for (int i = 0; i < RG; i++)
+            xp[i] = vf_set1(x[i * ldx + p * incx]);
         const float *bp = b + p * ldb;
         GEMM_UNROLL
-        for (int v = 0; v < NB; v++)
-            acc[0][v] = vf_fma(xp, v < NB - 1 ? vf_load(bp + v * VL) : QKV_FN(gemv_load)(bp + v * VL, w), acc[0][v]);
+        for (int v = 0; v < NB; v++) {
+            const vf bv = v < NB - 1 ? vf_load(bp + v * VL) : QKV_FN(gemv_load)(bp + v * VL, w);
+            GEMM_UNROLL
+            for (int i = 0; i < RG; i++)
+                acc[i][v] = vf_fma(xp[i], bv, acc[i][v]);
+        }
     }
     GEMM_UNROLL
-    for (int v = 0; v < NB; v++) {
+    for (int i = 0; i < RG; i++) {
         GEMM_UNROLL
-        for (int q = 1; q < Q; q++) /* chains summed pairwise-free in a fixed order */
-            acc[0][v] = vf_add(acc[0][v], acc[q][v]);
-        QKV_FN(gemv_store)(y + v * VL, v < NB - 1 ? VL : w, acc[0][v], alpha, beta);
+        for (int v = 0; v < NB; v++) {
+            GEMM_UNROLL
+            for (int q = 1; q < Q; q++) /* chains summed in a fixed order */
+                acc[i][v] = vf_add(acc[i][v], acc[i][q * NB + v]);
+            QKV_FN(gemv_store)(y + i * ldy + v * VL, v < NB - 1 ? VL : w, acc[i][v], alpha, beta[i]);
+        }
     }
 }
 
 /* Columns in blocks of 8 vectors (one chain each), then the rest as one block of 4, 2 or
    1 vectors, the last of them masked when n is not a multiple of VL. */
-static void QKV_FN(gemv_n)(size_t n, size_t k, float alpha, const float *x, size_t incx, const float *b, size_t ldb,
-                           float beta, float *y)
+static inline __attribute__((always_inline)) void QKV_FN(gemv_n_cols)(const int RG, size_t n, size_t k, float alpha,
+                                                                      const float *x, size_t incx, size_t ldx,
+                                                                      const float *b, size_t ldb, const float *beta,
+                                                                      float *y, size_t ldy)
 {
-    assert(n >= 1 && k >= 1 && x != NULL && b != NULL && y != NULL && ldb >= n);
     size_t j = 0;
     for (; j + 8 * VL <= n; j += 8 * VL)
-        QKV_FN(gemv_n_block)(8, 1, VL, k, alpha, x, incx, b + j, ldb, beta, y + j);
+        QKV_FN(gemv_n_block)(RG, 8, 1, VL, k, alpha, x, incx, ldx, b + j, ldb, beta, y + j, ldy);
     while (j < n) {
         const size_t rest = n - j, vecs = (rest + VL - 1) / VL;
         const size_t nb = vecs >= 4 ? 4 : vecs >= 2 ? 2 : 1;
         const size_t w = nb == vecs ? rest - (nb - 1) * VL : VL; /* lanes of the block's last vector */
         if (nb == 4)
-            QKV_FN(gemv_n_block)(4, 2, w, k, alpha, x, incx, b + j, ldb, beta, y + j);
+            QKV_FN(gemv_n_block)(RG, 4, 2, w, k, alpha, x, incx, ldx, b + j, ldb, beta, y + j, ldy);
         else if (nb == 2)
-            QKV_FN(gemv_n_block)(2, 4, w, k, alpha, x, incx, b + j, ldb, beta, y + j);
+            QKV_FN(gemv_n_block)(RG, 2, 4, w, k, alpha, x, incx, ldx, b + j, ldb, beta, y + j, ldy);
         else
-            QKV_FN(gemv_n_block)(1, 8, w, k, alpha, x, incx, b + j, ldb, beta, y + j);
+            QKV_FN(gemv_n_block)(RG, 1, 8, w, k, alpha, x, incx, ldx, b + j, ldb, beta, y + j, ldy);
         j += nb * VL < rest ? nb * VL : rest;
     }
 }
 
+static void QKV_FN(gemv_n)(size_t n, size_t k, float alpha, const float *x, size_t incx, const float *b, size_t ldb,
+                           float beta, float *y)
+{
+    assert(n >= 1 && k >= 1 && x != NULL && b != NULL && y != NULL && ldb >= n);
+    QKV_FN(gemv_n_cols)(1, n, k, alpha, x, incx, 0, b, ldb, &beta, y, 0);
+}
+
+static void QKV_FN(gemv_n_multi)(size_t r, size_t n, size_t k, const float *x, size_t ldx, const float *b,
+                                 size_t ldb, const float *beta, float *y, size_t ldy)
+{
+    assert(r >= 1 && r <= 4 && n >= 1 && k >= 1 && ldx >= k && ldb >= n && ldy >= n);
+    size_t i = 0;
+    for (; i + GEMV_N_RG <= r; i += GEMV_N_RG)
+        QKV_FN(gemv_n_cols)(GEMV_N_RG, n, k, 1.0f, x + i * ldx, 1, ldx, b, ldb, beta + i, y + i * ldy, ldy);
+    for (; i < r; i++)
+        QKV_FN(gemv_n_cols)(1, n, k, 1.0f, x + i * ldx, 1, ldx, b, ldb, beta + i, y + i * ldy, ldy);
+}
+
 const qkv_gemm_kernels QKV_FN(qkv_gemm) = {
-    QKV_FN(gemm_ukernel), QKV_FN(gemm_ukernel_sup), QKV_FN(gemv_t), QKV_FN(gemv_n),
-    GEMM_MR, GEMM_NR, GEMM_MC, GEMM_KC, GEMM_NC,
+    QKV_FN(gemm_ukernel), QKV_FN(gemm_ukernel_sup), QKV_FN(gemv_t), QKV_FN(gemv_n), QKV_FN(gemv_t_multi),
+    QKV_FN(gemv_n_multi), GEMM_MR, GEMM_NR, GEMM_MC, GEMM_KC, GEMM_NC,
 };
 
 _Static_assert(GEMM_MC % GEMM_MR == 0 && GEMM_NC % GEMM_NR == 0, "blocking must hold whole micropanels");

@@ -13,4 +13,7 @@
 #define GEMM_MC 120
 #define GEMM_KC 640
 #define GEMM_NC 3072
+/* gemv_t_multi 4 x 4 chains + 4 B + 1 x = 21 of 32 q registers; gemv_n_multi 2 rows x 8 chains + 2 + 1 = 19 */
+#define GEMV_T_JB 4
+#define GEMV_N_RG 2
 #include "kernels/instantiate.h"
