@@ -274,6 +274,7 @@ static qkv_caches read_caches(void)
         .softmax = qkv_softmax_f32_##name,                                                        \
         .gemm = &qkv_gemm_f32_##name,                                                             \
         .attn_update = qkv_attn_update_f32_##name,                                                \
+        .attn_row = qkv_attn_row_f32_##name,                                                      \
         .softcap = qkv_softcap_f32_##name,                                                        \
         .cvt_f16_f32 = qkv_cvt_f16_f32_##name,                                                    \
         .cvt_f32_f16 = qkv_cvt_f32_f16_##name,                                                    \

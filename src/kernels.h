@@ -95,6 +95,12 @@ typedef void (*qkv_gemv_t_multi_fn)(size_t r, size_t n, size_t k, const float *x
                                     size_t ldb, float *y, size_t ldy);
 typedef void (*qkv_gemv_n_multi_fn)(size_t r, size_t n, size_t k, const float *x, size_t ldx, const float *b,
                                     size_t ldb, const float *beta, float *y, size_t ldy);
+/* The same over B of binary16 ([0]) or bfloat16 ([1]) elements, widened exactly as they are
+   loaded: the bits of the float kernels on the widened B (F16/BF16 K/V caches in place) */
+typedef void (*qkv_gemv_t_multi_h_fn)(size_t r, size_t n, size_t k, const float *x, size_t ldx, const uint16_t *b,
+                                      size_t ldb, float *y, size_t ldy);
+typedef void (*qkv_gemv_n_multi_h_fn)(size_t r, size_t n, size_t k, const float *x, size_t ldx, const uint16_t *b,
+                                      size_t ldb, const float *beta, float *y, size_t ldy);
 
 typedef struct qkv_gemm_kernels {
     qkv_gemm_ukernel_fn ukernel;
@@ -103,6 +109,8 @@ typedef struct qkv_gemm_kernels {
     qkv_gemv_n_fn gemv_n;
     qkv_gemv_t_multi_fn gemv_t_multi;
     qkv_gemv_n_multi_fn gemv_n_multi;
+    qkv_gemv_t_multi_h_fn gemv_t_multi_h[2]; /* [0] F16, [1] BF16 */
+    qkv_gemv_n_multi_h_fn gemv_n_multi_h[2];
     size_t mr, nr;     /* register tile */
     size_t mc, kc, nc; /* cache blocking when the caches cannot be read */
 } qkv_gemm_kernels;
@@ -126,6 +134,11 @@ qkv_gemm_blocking qkv_gemm_blocking_of(const qkv_gemm_kernels *g);
  * itself to the layout above, A in place (rows of K; columns of s, rs_a = 1, cs_a = lds). */
 typedef void (*qkv_attn_update_fn)(size_t rows, size_t cols, float *s, size_t lds, float *m, float *l, float *o,
                                    size_t ldo, size_t d_o);
+/* attn_row(s, n, m, l) -> a: the same step for one query whose n >= 1 scores are contiguous
+ * (s[j], the decode path): mx = max(*m, max_j s[j]) (a NaN score makes l NaN),
+ * s[j] = exp(s[j] - mx), *l = a *l + sum_j s[j], *m = mx; returns a = exp(m - mx), and the
+ * caller rescales its own output row. *m >= -FLT_MAX. Touches only s[0 .. n), *m, *l. */
+typedef float (*qkv_attn_row_fn)(float *s, size_t n, float *m, float *l);
 
 /* ---- Attention: soft capping (kernels/softcap_f32.h) ---------------------------------
  * softcap(x, n, cap): x[i] = cap * tanh(x[i] / cap) for i < n, in place; cap > 0 finite.
@@ -158,6 +171,7 @@ typedef struct qkv_kernels {
     qkv_softmax_fn softmax;
     const qkv_gemm_kernels *gemm;
     qkv_attn_update_fn attn_update;
+    qkv_attn_row_fn attn_row;
     qkv_softcap_fn softcap;
     qkv_cvt_widen_fn cvt_f16_f32;
     qkv_cvt_narrow_fn cvt_f32_f16;
@@ -194,6 +208,7 @@ qkv_status qkv_gemm_run(const qkv_gemm_kernels *g, const qkv_threadpool *tp, qkv
     extern const qkv_gemm_kernels qkv_gemm_f32_##name;                                        \
     void qkv_attn_update_f32_##name(size_t rows, size_t cols, float *s, size_t lds, float *m, float *l, float *o, \
                                     size_t ldo, size_t d_o);                                   \
+    float qkv_attn_row_f32_##name(float *s, size_t n, float *m, float *l);                    \
     void qkv_softcap_f32_##name(float *x, size_t n, float cap);                               \
     void qkv_cvt_f16_f32_##name(const uint16_t *src, float *dst, size_t n);                   \
     void qkv_cvt_f32_f16_##name(const float *src, uint16_t *dst, size_t n);                   \

@@ -18,8 +18,10 @@
  *                column block: 8, 4, 2, 1 vectors)
  *   gemv_t_multi, gemv_n_multi   1 .. 4 rows of x at once: tails, padded leading
  *                dimensions, beta per row (0 over NaN: not read), B at a guard page,
- *                against the double reference and bit-identical to gemv_t / gemv_n per row
+ *                against the double reference and bit-identical to gemv_t / gemv_n per row;
+ *                their F16 and BF16 B forms bit-identical to them on the widened B
  *   softcap      cap tanh(x / cap): tanh within 2 ULP, special values, tails at a guard page
+ *   attn_row     the same for one contiguous row: every tail to 70, guard page, masked keys
  *   attn_update  max, rescale and exp of one S^T tile: columns whose max grows, columns
  *                that do not, columns all -inf (masked: zeros, a = 1, never NaN), running
  *                max at -FLT_MAX, rows = 1 and odd rows.
@@ -239,8 +241,9 @@ static void test_gemv(const qkv_gemm_kernels *g)
    dimensions, beta per row (0 over NaN: not read), B ending at a guard page; each row
    within the GEMM bound of the double reference and bit-identical to gemv_t / gemv_n on
    that row alone (kernels.h: a decode row gets the same bits alone or in its GQA group) */
-static void test_gemv_multi(const qkv_gemm_kernels *g)
+static void test_gemv_multi(const qkv_kernels *t)
 {
+    const qkv_gemm_kernels *g = t->gemm;
     static const size_t sizes[] = {1, 3, 7, 16, 17, 33, 64, 100, 130};
     const size_t ns = sizeof sizes / sizeof sizes[0];
     long bad = 0, differ = 0;
@@ -300,6 +303,34 @@ static void test_gemv_multi(const qkv_gemm_kernels *g)
                         bad += !close_to(y[i * ldy + j], ref + c0, gemm_tol(k, 1.0, mag, c0, FLT_MIN));
                     }
                 }
+                /* the 16-bit B of both kinds, ending at a guard page: the bits of the float
+                   kernels on the exactly widened B (B^T rows of k for t, rows of n for n) */
+                for (int h = 0; h < 2; h++) {
+                    const size_t nt = (n - 1) * ldt + k, nn = (k - 1) * ldn + n;
+                    guarded gh, gw;
+                    uint16_t *bh = guarded_alloc_u16(&gh, nt > nn ? nt : nn, GUARD_AFTER);
+                    float *bw = guarded_alloc(&gw, nt > nn ? nt : nn, GUARD_AFTER);
+                    const size_t len = nt > nn ? nt : nn;
+                    for (size_t i = 0; i < len; i++)
+                        bw[i] = rng_uniform(-2, 2);
+                    (h ? t->cvt_f32_bf16 : t->cvt_f32_f16)(bw, bh, len);
+                    (h ? t->cvt_bf16_f32 : t->cvt_f16_f32)(bh, bw, len);
+                    /* t: B^T ends nt elements in */
+                    uint16_t *bht = bh + (len - nt);
+                    float *bwt = bw + (len - nt);
+                    g->gemv_t_multi(r, n, k, x, ldx, bwt, ldt, y0, ldy);
+                    g->gemv_t_multi_h[h](r, n, k, x, ldx, bht, ldt, y, ldy);
+                    for (size_t i = 0; i < r; i++)
+                        differ += memcmp(y + i * ldy, y0 + i * ldy, n * sizeof(float)) != 0;
+                    uint16_t *bhn = bh + (len - nn);
+                    float *bwn = bw + (len - nn);
+                    for (size_t i = 0; i < r * ldy; i++)
+                        y[i] = y0[i] = rng_uniform(-1, 1);
+                    g->gemv_n_multi(r, n, k, x, ldx, bwn, ldn, beta, y0, ldy);
+                    g->gemv_n_multi_h[h](r, n, k, x, ldx, bhn, ldn, beta, y, ldy);
+                    differ += memcmp(y, y0, r * ldy * sizeof(float)) != 0;
+                    bad += !guarded_free(&gh) + !guarded_free(&gw);
+                }
                 bad += !guarded_free(&gn);
                 free(x);
                 free(y);
@@ -309,7 +340,8 @@ static void test_gemv_multi(const qkv_gemm_kernels *g)
         }
     }
     CHECK(bad == 0, "gemv_t_multi / gemv_n_multi: %ld wrong elements", bad);
-    CHECK(differ == 0, "gemv_t_multi / gemv_n_multi: %ld rows differ from gemv_t / gemv_n on the row alone", differ);
+    CHECK(differ == 0, "gemv_t_multi / gemv_n_multi: %ld rows differ from gemv_t / gemv_n on the row alone, or the "
+                       "F16/BF16 kernels from the float ones on the widened B", differ);
 }
 
 /* COLS queries (a multiple of every ISA's vector length), D_O output columns */
@@ -387,6 +419,44 @@ static void test_attn_update(const qkv_kernels *t)
     }
 }
 
+/* attn_row: one contiguous row of n scores (n = 1 .. 70: every tail), guarded at both ends,
+   with the running max below, above and at -FLT_MAX, and masked (-inf) keys: max exact, P
+   within 4 ULP of exp(s - mx) of the float difference, l within the sum bound, a within 4 ULP */
+static void test_attn_row(const qkv_kernels *t)
+{
+    long bad = 0;
+    for (size_t n = 1; n <= 70; n++) {
+        for (int mode = 0; mode < 4; mode++) {
+            guarded g;
+            float *s = guarded_alloc(&g, n, GUARD_AFTER), *s0 = malloc(n * sizeof(float));
+            for (size_t j = 0; j < n; j++)
+                s0[j] = mode == 3 && j % 3 == 1 ? -INFINITY : rng_uniform(-8, 8);
+            const float m0 = mode == 0 ? -FLT_MAX : mode == 1 ? 20.0f : rng_uniform(-4, 4);
+            const float l0 = mode == 0 ? 0.0f : rng_uniform(0.5f, 4);
+            memcpy(s, s0, n * sizeof(float));
+            float m = m0, l = l0;
+            const float a = t->attn_row(s, n, &m, &l);
+            double mx = m0;
+            for (size_t j = 0; j < n; j++)
+                mx = s0[j] > mx ? s0[j] : mx;
+            const double aref = exp((double)(float)((double)m0 - mx));
+            double sum = 0.0;
+            for (size_t j = 0; j < n; j++) {
+                const double p = exp((double)(float)((double)s0[j] - mx));
+                sum += p;
+                bad += ulp_error(s[j], p) > 4.0 || (isinf(s0[j]) && s[j] != 0.0f);
+            }
+            bad += m != (float)mx;
+            bad += ulp_error(a, aref) > 4.0;
+            const double lref = aref * l0 + sum;
+            bad += !close_to(l, lref, 4.0 * FLT_EPSILON * (lref + 1.0) * (n + 1));
+            bad += !guarded_free(&g);
+            free(s0);
+        }
+    }
+    CHECK(bad == 0, "attn_row: %ld wrong values", bad);
+}
+
 /* softcap with cap = 1 is tanh: within 2 ULP of double tanh over a dense sweep of
    [-20, 20] and the special values; with cap = 30, within 4 ULP of 30 tanh(x / 30) (the
    division and the product round once each). Tails: n = 1 .. 2 x 16 + 1 behind a guard page. */
@@ -448,13 +518,14 @@ int main(void)
         qkv_isa_select(isas[k]);
         const qkv_kernels *t = qkv_kernels_active();
         const qkv_gemm_blocking b = qkv_gemm_blocking_of(t->gemm);
-        printf("  %s: ukernel %zux%zu (MC %zu, KC %zu, NC %zu), ukernel_sup, gemv_t, gemv_n, gemv_t_multi, gemv_n_multi, attn_update\n",
+        printf("  %s: ukernel %zux%zu (MC %zu, KC %zu, NC %zu), ukernel_sup, gemv_t, gemv_n, gemv_t_multi, gemv_n_multi (F32, F16, BF16 B), attn_update, attn_row\n",
                qkv_isa_name(isas[k]), t->gemm->mr, t->gemm->nr, b.mc, b.kc, b.nc);
         test_ukernel(t->gemm);
         test_ukernel_sup(t->gemm);
         test_gemv(t->gemm);
-        test_gemv_multi(t->gemm);
+        test_gemv_multi(t);
         test_attn_update(t);
+        test_attn_row(t);
         test_softcap(t);
     }
     return test_finish("test_ukernels");

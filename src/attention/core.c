@@ -37,8 +37,8 @@
  * Decode path (at most DECODE_ROWS rows): per row, scores by gemv_t over its visible part of
  * the K tile, then exp and O = a O + P V by gemv_n; rows that see the same keys of a tile
  * (a GQA group's heads) share one gemv_t_multi and one gemv_n_multi, which read K and V
- * once for all of them. F16/BF16 K and V tiles of DECODE_KV keys are widened once per tile
- * for all rows.
+ * once for all of them. F16/BF16 K and V are read in place and widened in registers by
+ * those kernels (only broadcast rows are widened into the slot, once per tile).
  * The end: O / l (l == 0: no visible key, a zero row) and lse = m + log l (-inf without a
  * visible key), or the partial of a chunk.
  *
@@ -247,19 +247,22 @@ static const unsigned char *kv_row(const core *c, const tile *tl, const unsigned
     return base + (tl->b * stride[0] + tl->g * stride[1] + j * stride[2]) * c->es;
 }
 
-/* n consecutive rows from key j of K or V (n_cols wide) into dst (ld n_cols), widened */
+/* n consecutive rows from key j of K or V (n_cols wide) into dst (ld n_cols), widened:
+   one call over the whole block where its rows are contiguous (a (B, H, N, D) cache), else
+   row by row */
 static void widen_rows(const core *c, const tile *tl, int is_v, size_t j, size_t n, float *dst)
 {
     const qkv_attention_desc *d = c->d;
     const size_t cols = is_v ? d->d_v : d->d_k;
     const size_t *stride = is_v ? d->v_stride : d->k_stride;
-    for (size_t r = 0; r < n; r++) {
-        const unsigned char *src = kv_row(c, tl, is_v ? c->v : c->k, stride, j + r);
+    const unsigned char *src = kv_row(c, tl, is_v ? c->v : c->k, stride, j);
+    const size_t rows = stride[2] == cols ? 1 : n, len = stride[2] == cols ? n * cols : cols;
+    for (size_t r = 0; r < rows; r++, src += stride[2] * c->es) {
         if (d->kv_dtype == QKV_F32) /* a broadcast or overlapping row: copied */
-            memcpy(dst + r * cols, src, cols * sizeof(float));
+            memcpy(dst + r * cols, src, len * sizeof(float));
         else /* the table's exact widening (F16C, vcvtph2ps, a shift for BF16, NEON fcvtl) */
             (d->kv_dtype == QKV_F16 ? c->t->cvt_f16_f32 : c->t->cvt_bf16_f32)((const uint16_t *)(const void *)src,
-                                                                             dst + r * cols, cols);
+                                                                             dst + r * cols, len);
     }
 }
 
@@ -278,6 +281,40 @@ static void finish_rows(const core *c, const tile *tl, const float *acc, size_t 
     }
 }
 
+/* The decode tile's K and V rows, as the gemv kernels read them: float (F32 in place, or
+   widened/copied into the slot) or 16-bit in place (h = 1 F16, 2 BF16), ld in elements */
+typedef struct kv_view {
+    const void *k, *v;
+    size_t ldk, ldv;
+    int h;
+} kv_view;
+
+/* s[r * DECODE_KV + j] = q_r . K(lo + j), j < n, for rows rows (1: gemv_t; several: one
+   gemv_t_multi, the same bits per row) */
+static void dec_scores(const qkv_gemm_kernels *g, const kv_view *t, size_t rows, size_t lo, size_t n, size_t d_k,
+                       const float *q, float *s)
+{
+    if (t->h)
+        g->gemv_t_multi_h[t->h - 1](rows, n, d_k, q, d_k, (const uint16_t *)t->k + lo * t->ldk, t->ldk, s, DECODE_KV);
+    else if (rows == 1)
+        g->gemv_t(n, d_k, 1.0f, q, (const float *)t->k + lo * t->ldk, t->ldk, 0.0f, s);
+    else
+        g->gemv_t_multi(rows, n, d_k, q, d_k, (const float *)t->k + lo * t->ldk, t->ldk, s, DECODE_KV);
+}
+
+/* o_r = a_r o_r + P_r V(lo .. lo + n) for rows rows (o at stride d_v, a_r == 0: not read) */
+static void dec_pv(const qkv_gemm_kernels *g, const kv_view *t, size_t rows, size_t lo, size_t n, size_t d_v,
+                   const float *p, const float *alpha, float *o)
+{
+    if (t->h)
+        g->gemv_n_multi_h[t->h - 1](rows, d_v, n, p, DECODE_KV, (const uint16_t *)t->v + lo * t->ldv, t->ldv, alpha,
+                                    o, d_v);
+    else if (rows == 1)
+        g->gemv_n(d_v, n, 1.0f, p, 1, (const float *)t->v + lo * t->ldv, t->ldv, alpha[0], o);
+    else
+        g->gemv_n_multi(rows, d_v, n, p, DECODE_KV, (const float *)t->v + lo * t->ldv, t->ldv, alpha, o, d_v);
+}
+
 static void decode_tile(const core *c, const tile *tl, const slot_ws *w, key_range any)
 {
     const qkv_attention_desc *d = c->d;
@@ -291,25 +328,21 @@ static void decode_tile(const core *c, const tile *tl, const slot_ws *w, key_ran
             qs[r * d->d_k + x] = c->scale * qr[x];
     }
     memset(oacc, 0, tl->rows * d->d_v * sizeof(float)); /* read by the first gemv_n (beta = a) */
-    /* F32 rows are read in place only where they can be gemv operands (ld >= row length);
-       a token stride below it (0: broadcast) is copied like F16/BF16 is widened */
-    const int f32 = kv_in_place(d);
+    /* K and V are read in place, F16/BF16 widened in registers, where rows can be gemv
+       operands (ld >= row length); a token stride below it (0: broadcast) is widened or
+       copied into the slot once per tile for every row */
+    const int in_place = d->k_stride[2] >= d->d_k && d->v_stride[2] >= d->d_v;
+    const int h = d->kv_dtype == QKV_F16 ? 1 : d->kv_dtype == QKV_BF16 ? 2 : 0;
     for (size_t j0 = any.lo; j0 < any.hi; j0 += DECODE_KV) {
         const size_t n = qkv_min(DECODE_KV, any.hi - j0);
-        const float *kt, *vt;
-        size_t ldk, ldv;
-        if (f32) {
-            kt = (const float *)(const void *)kv_row(c, tl, c->k, d->k_stride, j0);
-            vt = (const float *)(const void *)kv_row(c, tl, c->v, d->v_stride, j0);
-            ldk = d->k_stride[2];
-            ldv = d->v_stride[2];
-        } else { /* widened (or copied) once for every row */
+        kv_view t;
+        if (in_place) {
+            t = (kv_view){kv_row(c, tl, c->k, d->k_stride, j0), kv_row(c, tl, c->v, d->v_stride, j0),
+                          d->k_stride[2], d->v_stride[2], h};
+        } else {
             widen_rows(c, tl, 0, j0, n, w->kw);
             widen_rows(c, tl, 1, j0, n, w->vw);
-            kt = w->kw;
-            vt = w->vw;
-            ldk = d->d_k;
-            ldv = d->d_v;
+            t = (kv_view){w->kw, w->vw, d->d_k, d->d_v, 0};
         }
         /* rows that see the same keys of this tile (the query heads of a GQA group at one
            position always do) share every load of K and V: one gemv_t_multi for their
@@ -322,7 +355,7 @@ static void decode_tile(const core *c, const tile *tl, const slot_ws *w, key_ran
             shared = kr.lo == k0.lo && kr.hi == k0.hi;
         }
         if (shared)
-            g->gemv_t_multi(tl->rows, k0.hi - k0.lo, d->d_k, qs, d->d_k, kt + k0.lo * ldk, ldk, s, DECODE_KV);
+            dec_scores(g, &t, tl->rows, k0.lo, k0.hi - k0.lo, d->d_k, qs, s);
         float alphas[DECODE_ROWS];
         for (size_t r = 0; r < tl->rows; r++) {
             const key_range kr = clip(tl->range[r], j0, n);
@@ -332,29 +365,16 @@ static void decode_tile(const core *c, const tile *tl, const slot_ws *w, key_ran
             const size_t bd = kr.hi - kr.lo;
             float *si = s + r * DECODE_KV, *oi = oacc + r * d->d_v;
             if (!shared)
-                g->gemv_t(bd, d->d_k, 1.0f, qs + r * d->d_k, kt + kr.lo * ldk, ldk, 0.0f, si);
+                dec_scores(g, &t, 1, kr.lo, bd, d->d_k, qs + r * d->d_k, si);
             if (c->cap > 0.0f)
                 c->t->softcap(si, bd, c->cap);
-            float mx = m[r];
-            for (size_t x = 0; x < bd; x++)
-                mx = si[x] > mx ? si[x] : mx;
-            float alpha = m[r] - mx; /* a = exp(m - mx): 1 if the max did not grow */
-            for (size_t x = 0; x < bd; x++)
-                si[x] -= mx;
-            c->t->exp(si, si, bd);
-            c->t->exp(&alpha, &alpha, 1);
-            float sum = 0.0f;
-            for (size_t x = 0; x < bd; x++)
-                sum += si[x];
-            l[r] = alpha * l[r] + sum;
-            m[r] = mx;
+            const float alpha = c->t->attn_row(si, bd, m + r, l + r); /* P = exp(S - m), l, m */
             alphas[r] = alpha;
             if (!shared)
-                g->gemv_n(d->d_v, bd, 1.0f, si, 1, vt + kr.lo * ldv, ldv, alpha, oi);
+                dec_pv(g, &t, 1, kr.lo, bd, d->d_v, si, &alpha, oi);
         }
         if (shared)
-            g->gemv_n_multi(tl->rows, d->d_v, k0.hi - k0.lo, s, DECODE_KV, vt + k0.lo * ldv, ldv, alphas, oacc,
-                            d->d_v);
+            dec_pv(g, &t, tl->rows, k0.lo, k0.hi - k0.lo, d->d_v, s, alphas, oacc);
     }
 }
 

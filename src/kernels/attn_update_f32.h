@@ -15,6 +15,7 @@
  * of terms in float. */
 #include <assert.h>
 #include <float.h>
+#include <math.h>
 
 #include "kernels/exp_core.h"
 
@@ -61,4 +62,48 @@ void QKV_FN(qkv_attn_update)(size_t rows, size_t cols, float *s, size_t lds, flo
                 vf_store(oi + t, vf_mul(ai, vf_load(oi + t)));
         }
     }
+}
+
+/* One row of scores, keys contiguous (the decode path): the same step for a single query.
+   Max in two chains (the tail lanes filled with -FLT_MAX), P = exp(s - mx) in place with
+   the sum in two chains (tail lanes loaded as -inf: exp gives 0); vf_max(s, m) keeps m
+   where s is NaN, like the S^T kernel above. */
+float QKV_FN(qkv_attn_row)(float *s, size_t n, float *m, float *l)
+{
+    assert(n >= 1 && *m >= -FLT_MAX);
+    vf mx0 = vf_set1(*m), mx1 = vf_set1(-FLT_MAX);
+    size_t j = 0;
+    for (; j + 2 * VL <= n; j += 2 * VL) {
+        mx0 = vf_max(vf_load(s + j), mx0);
+        mx1 = vf_max(vf_load(s + j + VL), mx1);
+    }
+    for (; j + VL <= n; j += VL)
+        mx0 = vf_max(vf_load(s + j), mx0);
+    if (j < n)
+        mx1 = vf_max(vf_load_n(s + j, n - j, -FLT_MAX), mx1);
+    const float mxs = vf_reduce_max(vf_max(mx0, mx1));
+    const vf mx = vf_set1(mxs);
+    vf sum0 = vf_zero(), sum1 = vf_zero();
+    for (j = 0; j + 2 * VL <= n; j += 2 * VL) {
+        const vf p0 = vf_exp(vf_sub(vf_load(s + j), mx)), p1 = vf_exp(vf_sub(vf_load(s + j + VL), mx));
+        vf_store(s + j, p0);
+        vf_store(s + j + VL, p1);
+        sum0 = vf_add(sum0, p0);
+        sum1 = vf_add(sum1, p1);
+    }
+    for (; j + VL <= n; j += VL) {
+        const vf p0 = vf_exp(vf_sub(vf_load(s + j), mx));
+        vf_store(s + j, p0);
+        sum0 = vf_add(sum0, p0);
+    }
+    if (j < n) {
+        const vf p1 = vf_exp(vf_sub(vf_load_n(s + j, n - j, -INFINITY), mx));
+        vf_store_n(s + j, n - j, p1);
+        sum1 = vf_add(sum1, p1);
+    }
+    float a[VL];
+    vf_store(a, vf_exp(vf_sub(vf_set1(*m), mx)));
+    *l = a[0] * *l + vf_reduce_add(vf_add(sum0, sum1));
+    *m = mxs;
+    return a[0];
 }

@@ -15,7 +15,7 @@
 #define GEMM_MC 144
 #define GEMM_KC 384
 #define GEMM_NC 4080
-/* gemv_t_multi 4 x 2 chains + 2 B + 1 x = 11 of 16 YMM; gemv_n_multi one row (8 chains) per pass: two would need 16 + 3 */
+/* gemv_t_multi 4 x 2 chains + 2 B + 1 x = 11 of 16 YMM; gemv_n_multi 8 chains + 4 broadcasts + 1 B = 13 */
 #define GEMV_T_JB 2
-#define GEMV_N_RG 1
+#define GEMV_N_ACC 8
 #include "kernels/instantiate.h"

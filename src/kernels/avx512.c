@@ -21,7 +21,7 @@
 #define GEMM_MC 240
 #define GEMM_KC 256
 #define GEMM_NC 3072
-/* gemv_t_multi 4 x 4 chains + 4 B + 1 x = 21 ZMM; gemv_n_multi 2 rows x 8 chains + 2 broadcasts + 1 B = 19 */
+/* gemv_t_multi 4 x 4 chains + 4 B + 1 x = 21 ZMM; gemv_n_multi 16 chains + 4 broadcasts + 1 B = 21 */
 #define GEMV_T_JB 4
-#define GEMV_N_RG 2
+#define GEMV_N_ACC 16
 #include "kernels/instantiate.h"

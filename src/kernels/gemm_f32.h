@@ -22,13 +22,13 @@
 #define GEMM_NR (GEMM_NV * VL)
 
 /* gemv_t_multi: rows of B per block (R x GEMV_T_JB accumulators, R <= 4 rows of x);
-   gemv_n_multi: rows of x per pass over B (GEMV_N_RG x 8 accumulators). Set by the ISA
+   gemv_n_multi: accumulators per pass over B (>= 8, the chains of one row). Set by the ISA
    file to what its register file holds. */
 #ifndef GEMV_T_JB
 #define GEMV_T_JB 2
 #endif
-#ifndef GEMV_N_RG
-#define GEMV_N_RG 1
+#ifndef GEMV_N_ACC
+#define GEMV_N_ACC 8
 #endif
 /* the multi kernels prefetch the row of B this many rows ahead (a hint: past the end of B
    it loads nothing and cannot fault) */
@@ -220,11 +220,43 @@ static void QKV_FN(gemv_t)(size_t n, size_t k, float alpha, const float *x, cons
         QKV_FN(gemv_t_rows)(1, k, alpha, x, b + j * ldb, ldb, beta, y + j);
 }
 
+/* ---- B of float, binary16 or bfloat16 for the multi kernels (DT = GEMV_F32, GEMV_F16,
+ * GEMV_BF16; a constant after inlining): 16-bit elements are widened exactly in registers
+ * as they are loaded, so F16/BF16 K/V caches are read in place at half the bytes and give
+ * the bits of the float kernels on the widened values. */
+enum { GEMV_F32 = 0, GEMV_F16 = 1, GEMV_BF16 = 2 };
+
+static inline __attribute__((always_inline)) const void *QKV_FN(gemv_at)(const int DT, const void *b, size_t i)
+{
+    return DT == GEMV_F32 ? (const void *)((const float *)b + i) : (const void *)((const uint16_t *)b + i);
+}
+
+/* w lanes of B from element i (w = VL: a full vector; w < VL: the rest zero) */
+static inline __attribute__((always_inline)) vf QKV_FN(gemv_ldb)(const int DT, const void *b, size_t i, size_t w)
+{
+    if (DT == GEMV_F32)
+        return w == VL ? vf_load((const float *)b + i) : vf_load_n((const float *)b + i, w, 0.0f);
+    const uint16_t *h = (const uint16_t *)b + i;
+    const vh v = w == VL ? vh_load(h) : vh_load_n(h, w);
+    return DT == GEMV_F16 ? vf_from_f16(v) : vf_from_bf16(v);
+}
+
+/* the start of the row of B GEMV_PF_ROWS rows below element i, as a prefetch hint once per
+   64-byte line (lane offset p): streaming from memory the hardware prefetcher alone leaves
+   the loads waiting */
+static inline __attribute__((always_inline)) void QKV_FN(gemv_pf)(const int DT, const void *b, size_t i, size_t ldb,
+                                                                  size_t p)
+{
+    if ((p * (DT == GEMV_F32 ? sizeof(float) : sizeof(uint16_t))) % 64 == 0)
+        __builtin_prefetch(QKV_FN(gemv_at)(DT, b, i + (DT == GEMV_F32 ? 1 : 2) * GEMV_PF_ROWS * ldb));
+}
+
 /* R rows of x (R <= 4) against JB rows of B (JB <= GEMV_T_JB): R x JB chains, each row of
    B loaded once for all R rows of x */
-static inline __attribute__((always_inline)) void QKV_FN(gemv_tm_block)(const int R, const int JB, size_t k,
-                                                                        const float *x, size_t ldx, const float *b,
-                                                                        size_t ldb, float *y, size_t ldy)
+static inline __attribute__((always_inline)) void QKV_FN(gemv_tm_block)(const int DT, const int R, const int JB,
+                                                                        size_t k, const float *x, size_t ldx,
+                                                                        const void *b, size_t ldb, float *y,
+                                                                        size_t ldy)
 {
     vf s[4][GEMV_T_JB];
     GEMM_UNROLL
@@ -238,9 +270,8 @@ static inline __attribute__((always_inline)) void QKV_FN(gemv_tm_block)(const in
         vf bv[GEMV_T_JB];
         GEMM_UNROLL
         for (int jb = 0; jb < JB; jb++) {
-            if ((p * sizeof(float)) % 64 == 0) /* B streams from memory: one line ahead per line used */
-                __builtin_prefetch(b + (jb + GEMV_PF_ROWS) * ldb + p);
-            bv[jb] = vf_load(b + jb * ldb + p);
+            QKV_FN(gemv_pf)(DT, b, jb * ldb + p, ldb, p);
+            bv[jb] = QKV_FN(gemv_ldb)(DT, b, jb * ldb + p, VL);
         }
         GEMM_UNROLL
         for (int i = 0; i < R; i++) {
@@ -254,7 +285,7 @@ static inline __attribute__((always_inline)) void QKV_FN(gemv_tm_block)(const in
         vf bv[GEMV_T_JB];
         GEMM_UNROLL
         for (int jb = 0; jb < JB; jb++)
-            bv[jb] = vf_load_n(b + jb * ldb + p, k - p, 0.0f);
+            bv[jb] = QKV_FN(gemv_ldb)(DT, b, jb * ldb + p, k - p);
         GEMM_UNROLL
         for (int i = 0; i < R; i++) {
             const vf x0 = vf_load_n(x + i * ldx + p, k - p, 0.0f);
@@ -271,59 +302,71 @@ static inline __attribute__((always_inline)) void QKV_FN(gemv_tm_block)(const in
     }
 }
 
-static inline __attribute__((always_inline)) void QKV_FN(gemv_tm_r)(const int R, size_t n, size_t k, const float *x,
-                                                                    size_t ldx, const float *b, size_t ldb, float *y,
-                                                                    size_t ldy)
+static inline __attribute__((always_inline)) void QKV_FN(gemv_tm_r)(const int DT, const int R, size_t n, size_t k,
+                                                                    const float *x, size_t ldx, const void *b,
+                                                                    size_t ldb, float *y, size_t ldy)
 {
     size_t j = 0;
     for (; j + GEMV_T_JB <= n; j += GEMV_T_JB)
-        QKV_FN(gemv_tm_block)(R, GEMV_T_JB, k, x, ldx, b + j * ldb, ldb, y + j, ldy);
+        QKV_FN(gemv_tm_block)(DT, R, GEMV_T_JB, k, x, ldx, QKV_FN(gemv_at)(DT, b, j * ldb), ldb, y + j, ldy);
     for (; j < n; j++)
-        QKV_FN(gemv_tm_block)(R, 1, k, x, ldx, b + j * ldb, ldb, y + j, ldy);
+        QKV_FN(gemv_tm_block)(DT, R, 1, k, x, ldx, QKV_FN(gemv_at)(DT, b, j * ldb), ldb, y + j, ldy);
+}
+
+static inline __attribute__((always_inline)) void QKV_FN(gemv_tm)(const int DT, size_t r, size_t n, size_t k,
+                                                                  const float *x, size_t ldx, const void *b,
+                                                                  size_t ldb, float *y, size_t ldy)
+{
+    assert(r >= 1 && r <= 4 && n >= 1 && k >= 1 && ldx >= k && ldb >= k && ldy >= n);
+    switch (r) {
+    case 1: QKV_FN(gemv_tm_r)(DT, 1, n, k, x, ldx, b, ldb, y, ldy); break;
+    case 2: QKV_FN(gemv_tm_r)(DT, 2, n, k, x, ldx, b, ldb, y, ldy); break;
+    case 3: QKV_FN(gemv_tm_r)(DT, 3, n, k, x, ldx, b, ldb, y, ldy); break;
+    default: QKV_FN(gemv_tm_r)(DT, 4, n, k, x, ldx, b, ldb, y, ldy); break;
+    }
 }
 
 static void QKV_FN(gemv_t_multi)(size_t r, size_t n, size_t k, const float *x, size_t ldx, const float *b, size_t ldb,
                                  float *y, size_t ldy)
 {
-    assert(r >= 1 && r <= 4 && n >= 1 && k >= 1 && ldx >= k && ldb >= k && ldy >= n);
-    switch (r) {
-    case 1: QKV_FN(gemv_tm_r)(1, n, k, x, ldx, b, ldb, y, ldy); break;
-    case 2: QKV_FN(gemv_tm_r)(2, n, k, x, ldx, b, ldb, y, ldy); break;
-    case 3: QKV_FN(gemv_tm_r)(3, n, k, x, ldx, b, ldb, y, ldy); break;
-    default: QKV_FN(gemv_tm_r)(4, n, k, x, ldx, b, ldb, y, ldy); break;
-    }
+    QKV_FN(gemv_tm)(GEMV_F32, r, n, k, x, ldx, b, ldb, y, ldy);
 }
 
-/* w = VL: a full vector; w < VL: the masked last one */
-static inline vf QKV_FN(gemv_load)(const float *p, size_t w)
+static void QKV_FN(gemv_t_multi_f16)(size_t r, size_t n, size_t k, const float *x, size_t ldx, const uint16_t *b,
+                                     size_t ldb, float *y, size_t ldy)
 {
-    return w == VL ? vf_load(p) : vf_load_n(p, w, 0.0f);
+    QKV_FN(gemv_tm)(GEMV_F16, r, n, k, x, ldx, b, ldb, y, ldy);
+}
+
+static void QKV_FN(gemv_t_multi_bf16)(size_t r, size_t n, size_t k, const float *x, size_t ldx, const uint16_t *b,
+                                      size_t ldb, float *y, size_t ldy)
+{
+    QKV_FN(gemv_tm)(GEMV_BF16, r, n, k, x, ldx, b, ldb, y, ldy);
 }
 
 static inline void QKV_FN(gemv_store)(float *y, size_t w, vf acc, float alpha, float beta)
 {
     vf r = vf_mul(vf_set1(alpha), acc);
     if (beta != 0.0f)
-        r = vf_fma(vf_set1(beta), QKV_FN(gemv_load)(y, w), r);
+        r = vf_fma(vf_set1(beta), QKV_FN(gemv_ldb)(GEMV_F32, y, 0, w), r);
     if (w == VL)
         vf_store(y, r);
     else
         vf_store_n(y, w, r);
 }
 
-/* RG rows of x (RG <= GEMV_N_RG), NB column vectors (the last one w lanes wide, w <= VL)
-   over all k rows of B, with Q chains per column and row of x (row p of B goes to chain
-   p mod Q): NB * Q = 8 independent FMA chains per row of x whatever the width, so a narrow
-   y (n = 64 is 4 AVX-512 vectors) still keeps 2 FMA pipes x 4 cycles busy; every vector of
-   B is loaded once for the RG rows. A row's arithmetic does not depend on RG: gemv_n and
-   gemv_n_multi give the same bits. */
-static inline __attribute__((always_inline)) void QKV_FN(gemv_n_block)(const int RG, const int NB, const int Q,
-                                                                       size_t w, size_t k, float alpha,
+/* RG rows of x, NB column vectors (the last one w lanes wide, w <= VL) over all k rows of
+   B, with Q chains per column vector and row of x (row p of B goes to chain p mod Q), every
+   vector of B loaded once for the RG rows: RG x NB x Q accumulators. A column vector's
+   arithmetic depends on Q only (its Q chains, summed in order at the end), not on RG, NB,
+   DT (the widening is exact) or the columns beside it. */
+static inline __attribute__((always_inline)) void QKV_FN(gemv_n_block)(const int DT, const int RG, const int NB,
+                                                                       const int Q, size_t w, size_t k, float alpha,
                                                                        const float *x, size_t incx, size_t ldx,
-                                                                       const float *b, size_t ldb,
+                                                                       const void *b, size_t ldb,
                                                                        const float *beta, float *y, size_t ldy)
 {
-    vf acc[GEMV_N_RG][8]; /* acc[i][q * NB + v] */
+    vf acc[4][8]; /* acc[i][q * NB + v], NB * Q <= 8 */
     GEMM_UNROLL
     for (int i = 0; i < RG; i++) {
         GEMM_UNROLL
@@ -334,19 +377,18 @@ static inline __attribute__((always_inline)) void QKV_FN(gemv_n_block)(const int
     for (; p + Q <= k; p += Q) {
         GEMM_UNROLL
         for (int q = 0; q < Q; q++) {
-            vf xp[GEMV_N_RG];
+            vf xp[4];
             GEMM_UNROLL
             for (int i = 0; i < RG; i++)
                 xp[i] = vf_set1(x[i * ldx + (p + q) * incx]);
-            const float *bp = b + (p + q) * ldb;
-            if (RG > 1) /* gemv_n_multi: B streams from memory, one line ahead per line used */
+            const size_t bp = (p + q) * ldb;
+            if (RG > 1 || DT != GEMV_F32) /* the multi kernels stream B from memory */
                 GEMM_UNROLL
                 for (int v = 0; v < NB; v++)
-                    if ((v * VL * sizeof(float)) % 64 == 0)
-                        __builtin_prefetch(bp + GEMV_PF_ROWS * ldb + v * VL);
+                    QKV_FN(gemv_pf)(DT, b, bp + v * VL, ldb, v * VL);
             GEMM_UNROLL
             for (int v = 0; v < NB; v++) { /* y(j..) += x(p) B(p, j..) */
-                const vf bv = v < NB - 1 ? vf_load(bp + v * VL) : QKV_FN(gemv_load)(bp + v * VL, w);
+                const vf bv = QKV_FN(gemv_ldb)(DT, b, bp + v * VL, v < NB - 1 ? VL : w);
                 GEMM_UNROLL
                 for (int i = 0; i < RG; i++)
                     acc[i][q * NB + v] = vf_fma(xp[i], bv, acc[i][q * NB + v]);
@@ -354,14 +396,13 @@ static inline __attribute__((always_inline)) void QKV_FN(gemv_n_block)(const int
         }
     }
     for (; p < k; p++) {
-        vf xp[GEMV_N_RG];
+        vf xp[4];
         GEMM_UNROLL
         for (int i = 0; i < RG; i++)
             xp[i] = vf_set1(x[i * ldx + p * incx]);
-        const float *bp = b + p * ldb;
         GEMM_UNROLL
         for (int v = 0; v < NB; v++) {
-            const vf bv = v < NB - 1 ? vf_load(bp + v * VL) : QKV_FN(gemv_load)(bp + v * VL, w);
+            const vf bv = QKV_FN(gemv_ldb)(DT, b, p * ldb + v * VL, v < NB - 1 ? VL : w);
             GEMM_UNROLL
             for (int i = 0; i < RG; i++)
                 acc[i][v] = vf_fma(xp[i], bv, acc[i][v]);
@@ -379,26 +420,53 @@ static inline __attribute__((always_inline)) void QKV_FN(gemv_n_block)(const int
     }
 }
 
-/* Columns in blocks of 8 vectors (one chain each), then the rest as one block of 4, 2 or
-   1 vectors, the last of them masked when n is not a multiple of VL. */
-static inline __attribute__((always_inline)) void QKV_FN(gemv_n_cols)(const int RG, size_t n, size_t k, float alpha,
+/* One column block of NBP vectors with Q chains each (NBP * Q = 8) for R rows of x, cut
+   into passes that fit GEMV_N_ACC accumulators: all R rows over NBS vectors at a time (each
+   vector of B loaded once for every row), or, when even one vector's chains for R rows do
+   not fit, rows in pairs or alone. */
+static inline __attribute__((always_inline)) void QKV_FN(gemv_n_part)(const int DT, const int R, const int NBP,
+                                                                      const int Q, size_t w, size_t k, float alpha,
                                                                       const float *x, size_t incx, size_t ldx,
-                                                                      const float *b, size_t ldb, const float *beta,
-                                                                      float *y, size_t ldy)
+                                                                      const void *b, size_t ldb,
+                                                                      const float *beta, float *y, size_t ldy)
+{
+    const int RG = R * Q <= GEMV_N_ACC ? R : 2 * Q <= GEMV_N_ACC ? 2 : 1;
+    const int per = GEMV_N_ACC / (RG * Q);
+    const int NBS = per >= NBP ? NBP : per >= 4 ? 4 : per >= 2 ? 2 : 1;
+    GEMM_UNROLL
+    for (int i = 0; i < R; i += RG) {
+        const int rg = R - i < RG ? R - i : RG;
+        GEMM_UNROLL
+        for (int v0 = 0; v0 < NBP; v0 += NBS)
+            QKV_FN(gemv_n_block)(DT, rg, NBS, Q, v0 + NBS == NBP ? w : VL, k, alpha, x + i * ldx, incx, ldx,
+                                 QKV_FN(gemv_at)(DT, b, (size_t)v0 * VL), ldb, beta + i, y + i * ldy + v0 * VL, ldy);
+    }
+}
+
+/* Columns in blocks of 8 vectors (one chain each), then the rest as one block of 4, 2 or
+   1 vectors (2, 4 or 8 chains each), the last of them masked when n is not a multiple of
+   VL: 8 independent FMA chains per row whatever the width, so a narrow y (n = 64 is 4
+   AVX-512 vectors) still keeps 2 FMA pipes x 4 cycles busy. */
+static inline __attribute__((always_inline)) void QKV_FN(gemv_n_cols)(const int DT, const int R, size_t n, size_t k,
+                                                                      float alpha, const float *x, size_t incx,
+                                                                      size_t ldx, const void *b, size_t ldb,
+                                                                      const float *beta, float *y, size_t ldy)
 {
     size_t j = 0;
     for (; j + 8 * VL <= n; j += 8 * VL)
-        QKV_FN(gemv_n_block)(RG, 8, 1, VL, k, alpha, x, incx, ldx, b + j, ldb, beta, y + j, ldy);
+        QKV_FN(gemv_n_part)(DT, R, 8, 1, VL, k, alpha, x, incx, ldx, QKV_FN(gemv_at)(DT, b, j), ldb, beta, y + j,
+                            ldy);
     while (j < n) {
         const size_t rest = n - j, vecs = (rest + VL - 1) / VL;
         const size_t nb = vecs >= 4 ? 4 : vecs >= 2 ? 2 : 1;
         const size_t w = nb == vecs ? rest - (nb - 1) * VL : VL; /* lanes of the block's last vector */
+        const void *bj = QKV_FN(gemv_at)(DT, b, j);
         if (nb == 4)
-            QKV_FN(gemv_n_block)(RG, 4, 2, w, k, alpha, x, incx, ldx, b + j, ldb, beta, y + j, ldy);
+            QKV_FN(gemv_n_part)(DT, R, 4, 2, w, k, alpha, x, incx, ldx, bj, ldb, beta, y + j, ldy);
         else if (nb == 2)
-            QKV_FN(gemv_n_block)(RG, 2, 4, w, k, alpha, x, incx, ldx, b + j, ldb, beta, y + j, ldy);
+            QKV_FN(gemv_n_part)(DT, R, 2, 4, w, k, alpha, x, incx, ldx, bj, ldb, beta, y + j, ldy);
         else
-            QKV_FN(gemv_n_block)(RG, 1, 8, w, k, alpha, x, incx, ldx, b + j, ldb, beta, y + j, ldy);
+            QKV_FN(gemv_n_part)(DT, R, 1, 8, w, k, alpha, x, incx, ldx, bj, ldb, beta, y + j, ldy);
         j += nb * VL < rest ? nb * VL : rest;
     }
 }
@@ -407,23 +475,45 @@ static void QKV_FN(gemv_n)(size_t n, size_t k, float alpha, const float *x, size
                            float beta, float *y)
 {
     assert(n >= 1 && k >= 1 && x != NULL && b != NULL && y != NULL && ldb >= n);
-    QKV_FN(gemv_n_cols)(1, n, k, alpha, x, incx, 0, b, ldb, &beta, y, 0);
+    QKV_FN(gemv_n_cols)(GEMV_F32, 1, n, k, alpha, x, incx, 0, b, ldb, &beta, y, 0);
+}
+
+static inline __attribute__((always_inline)) void QKV_FN(gemv_nm)(const int DT, size_t r, size_t n, size_t k,
+                                                                  const float *x, size_t ldx, const void *b,
+                                                                  size_t ldb, const float *beta, float *y,
+                                                                  size_t ldy)
+{
+    assert(r >= 1 && r <= 4 && n >= 1 && k >= 1 && ldx >= k && ldb >= n && ldy >= n);
+    switch (r) {
+    case 1: QKV_FN(gemv_n_cols)(DT, 1, n, k, 1.0f, x, 1, ldx, b, ldb, beta, y, ldy); break;
+    case 2: QKV_FN(gemv_n_cols)(DT, 2, n, k, 1.0f, x, 1, ldx, b, ldb, beta, y, ldy); break;
+    case 3: QKV_FN(gemv_n_cols)(DT, 3, n, k, 1.0f, x, 1, ldx, b, ldb, beta, y, ldy); break;
+    default: QKV_FN(gemv_n_cols)(DT, 4, n, k, 1.0f, x, 1, ldx, b, ldb, beta, y, ldy); break;
+    }
 }
 
 static void QKV_FN(gemv_n_multi)(size_t r, size_t n, size_t k, const float *x, size_t ldx, const float *b,
                                  size_t ldb, const float *beta, float *y, size_t ldy)
 {
-    assert(r >= 1 && r <= 4 && n >= 1 && k >= 1 && ldx >= k && ldb >= n && ldy >= n);
-    size_t i = 0;
-    for (; i + GEMV_N_RG <= r; i += GEMV_N_RG)
-        QKV_FN(gemv_n_cols)(GEMV_N_RG, n, k, 1.0f, x + i * ldx, 1, ldx, b, ldb, beta + i, y + i * ldy, ldy);
-    for (; i < r; i++)
-        QKV_FN(gemv_n_cols)(1, n, k, 1.0f, x + i * ldx, 1, ldx, b, ldb, beta + i, y + i * ldy, ldy);
+    QKV_FN(gemv_nm)(GEMV_F32, r, n, k, x, ldx, b, ldb, beta, y, ldy);
+}
+
+static void QKV_FN(gemv_n_multi_f16)(size_t r, size_t n, size_t k, const float *x, size_t ldx, const uint16_t *b,
+                                     size_t ldb, const float *beta, float *y, size_t ldy)
+{
+    QKV_FN(gemv_nm)(GEMV_F16, r, n, k, x, ldx, b, ldb, beta, y, ldy);
+}
+
+static void QKV_FN(gemv_n_multi_bf16)(size_t r, size_t n, size_t k, const float *x, size_t ldx, const uint16_t *b,
+                                      size_t ldb, const float *beta, float *y, size_t ldy)
+{
+    QKV_FN(gemv_nm)(GEMV_BF16, r, n, k, x, ldx, b, ldb, beta, y, ldy);
 }
 
 const qkv_gemm_kernels QKV_FN(qkv_gemm) = {
     QKV_FN(gemm_ukernel), QKV_FN(gemm_ukernel_sup), QKV_FN(gemv_t), QKV_FN(gemv_n), QKV_FN(gemv_t_multi),
-    QKV_FN(gemv_n_multi), GEMM_MR, GEMM_NR, GEMM_MC, GEMM_KC, GEMM_NC,
+    QKV_FN(gemv_n_multi), {QKV_FN(gemv_t_multi_f16), QKV_FN(gemv_t_multi_bf16)},
+    {QKV_FN(gemv_n_multi_f16), QKV_FN(gemv_n_multi_bf16)}, GEMM_MR, GEMM_NR, GEMM_MC, GEMM_KC, GEMM_NC,
 };
 
 _Static_assert(GEMM_MC % GEMM_MR == 0 && GEMM_NC % GEMM_NR == 0, "blocking must hold whole micropanels");

@@ -13,7 +13,7 @@
 #define GEMM_MC 120
 #define GEMM_KC 640
 #define GEMM_NC 3072
-/* gemv_t_multi 4 x 4 chains + 4 B + 1 x = 21 of 32 q registers; gemv_n_multi 2 rows x 8 chains + 2 + 1 = 19 */
+/* gemv_t_multi 4 x 4 chains + 4 B + 1 x = 21 of 32 q registers; gemv_n_multi 16 chains + 4 + 1 = 21 */
 #define GEMV_T_JB 4
-#define GEMV_N_RG 2
+#define GEMV_N_ACC 16
 #include "kernels/instantiate.h"
