@@ -408,6 +408,23 @@ static void pv_block(const qkv_gemm_kernels *g, const tile *tl, size_t r, size_t
     }
 }
 
+/* Keys of the KV tile that starts at j0 in [any.lo, any.hi): BC, cut short where the rows'
+   common range all starts or ends, so that the keys some rows do not see (a window's
+   leading edge, the causal diagonal) fill masked tiles of their own and the keys every row
+   sees go unmasked; a piece under BC / 3 keys is not cut off (a 1-key unmasked tile before
+   the causal diagonal would cost more than it saves). */
+static size_t tile_keys(size_t j0, key_range any, key_range all)
+{
+    size_t end = qkv_min(j0 + BC, any.hi);
+    if (all.lo < all.hi) {
+        const size_t cuts[2] = {all.lo, all.hi};
+        for (int i = 0; i < 2; i++)
+            if (j0 < cuts[i] && cuts[i] < end && cuts[i] - j0 >= BC / 3)
+                end = cuts[i];
+    }
+    return end - j0;
+}
+
 static void tiled_tile(const core *c, const tile *tl, const slot_ws *w, key_range any, key_range all)
 {
     const qkv_attention_desc *d = c->d;
@@ -429,8 +446,8 @@ static void tiled_tile(const core *c, const tile *tl, const slot_ws *w, key_rang
     memset(oacc, 0, (W + MR) * dvp * sizeof(float));
     memset(st, 0, BC * LDS * sizeof(float)); /* columns past W: read by P V for padding rows only */
     const int f32 = d->kv_dtype == QKV_F32;
-    for (size_t j0 = any.lo; j0 < any.hi; j0 += BC) {
-        const size_t bc = qkv_min(BC, any.hi - j0);
+    for (size_t j0 = any.lo, bc; j0 < any.hi; j0 += bc) {
+        bc = tile_keys(j0, any, all);
         /* S^T = K (scale Q)^T, K as the A operand: F32 rows read in place, except a last
            MR-row block that would reach past the last readable key, which is copied
            zero-padded; F16/BF16 rows widened into a float tile first */
@@ -465,11 +482,19 @@ static void tiled_tile(const core *c, const tile *tl, const slot_ws *w, key_rang
             for (size_t r = 0; r < bc; r++)
                 c->t->softcap(st + r * LDS, W, c->cap);
         if (!(all.lo <= j0 && j0 + bc <= all.hi)) { /* boundary tile: hidden scores -inf */
+            /* a select along each row of S^T (the compiler vectorizes it): scalar stores
+               down its columns would stall the vector loads of attn_update that follow */
+            int32_t lo[BR], hi[BR];
             for (size_t r = 0; r < tl->rows; r++) {
                 const key_range kr = clip(tl->range[r], j0, bc);
-                for (size_t j = 0; j < bc; j++)
-                    if (j < kr.lo || j >= kr.hi)
-                        st[j * LDS + r] = -INFINITY;
+                lo[r] = (int32_t)kr.lo;
+                hi[r] = (int32_t)kr.hi;
+            }
+            for (size_t j = 0; j < bc; j++) {
+                float *row = st + j * LDS;
+                const int32_t jj = (int32_t)j;
+                for (size_t r = 0; r < tl->rows; r++)
+                    row[r] = jj < lo[r] || jj >= hi[r] ? -INFINITY : row[r];
             }
         }
         c->t->attn_update(bc, W, st, LDS, m, l, oacc, dvp, dvp);

@@ -11,8 +11,9 @@
  * m is kept >= -FLT_MAX (never -inf), so a query whose keys are all masked sees
  * exp(-inf - (-FLT_MAX)) = 0 and a = exp(0) = 1: never exp(-inf - -inf) = NaN.
  * Tiles: cols and d_o are multiples of VL (the driver pads them), so there are no tails.
- * Accuracy: vf_exp (exp_core.h, <= 2 ULP, the qkv_exp contract); sums of at most a tile
- * of terms in float. */
+ * Accuracy: vf_exp_flush (exp_core.h: vf_exp, <= 2 ULP, the qkv_exp contract, and exactly 0
+ * where exp(x) < 1.7e-38, x < -87: no subnormal results, which cost microcode assists);
+ * sums of at most a tile of terms in float. */
 #include <assert.h>
 #include <float.h>
 #include <math.h>
@@ -34,19 +35,19 @@ void QKV_FN(qkv_attn_update)(size_t rows, size_t cols, float *s, size_t lds, flo
         if (j < rows)
             mx0 = vf_max(vf_load(sc + j * lds), mx0);
         const vf mx = vf_max(mx0, mx1);
-        const vf a = vf_exp(vf_sub(vf_load(m + c), mx));
+        const vf a = vf_exp_flush(vf_sub(vf_load(m + c), mx));
         vf_store(m + c, mx);
         vf sum0 = vf_zero(), sum1 = vf_zero();
         for (j = 0; j + 2 <= rows; j += 2) {
-            const vf p0 = vf_exp(vf_sub(vf_load(sc + j * lds), mx));
-            const vf p1 = vf_exp(vf_sub(vf_load(sc + (j + 1) * lds), mx));
+            const vf p0 = vf_exp_flush(vf_sub(vf_load(sc + j * lds), mx));
+            const vf p1 = vf_exp_flush(vf_sub(vf_load(sc + (j + 1) * lds), mx));
             vf_store(sc + j * lds, p0);
             vf_store(sc + (j + 1) * lds, p1);
             sum0 = vf_add(sum0, p0);
             sum1 = vf_add(sum1, p1);
         }
         if (j < rows) {
-            const vf p0 = vf_exp(vf_sub(vf_load(sc + j * lds), mx));
+            const vf p0 = vf_exp_flush(vf_sub(vf_load(sc + j * lds), mx));
             vf_store(sc + j * lds, p0);
             sum0 = vf_add(sum0, p0);
         }
@@ -85,24 +86,24 @@ float QKV_FN(qkv_attn_row)(float *s, size_t n, float *m, float *l)
     const vf mx = vf_set1(mxs);
     vf sum0 = vf_zero(), sum1 = vf_zero();
     for (j = 0; j + 2 * VL <= n; j += 2 * VL) {
-        const vf p0 = vf_exp(vf_sub(vf_load(s + j), mx)), p1 = vf_exp(vf_sub(vf_load(s + j + VL), mx));
+        const vf p0 = vf_exp_flush(vf_sub(vf_load(s + j), mx)), p1 = vf_exp_flush(vf_sub(vf_load(s + j + VL), mx));
         vf_store(s + j, p0);
         vf_store(s + j + VL, p1);
         sum0 = vf_add(sum0, p0);
         sum1 = vf_add(sum1, p1);
     }
     for (; j + VL <= n; j += VL) {
-        const vf p0 = vf_exp(vf_sub(vf_load(s + j), mx));
+        const vf p0 = vf_exp_flush(vf_sub(vf_load(s + j), mx));
         vf_store(s + j, p0);
         sum0 = vf_add(sum0, p0);
     }
     if (j < n) {
-        const vf p1 = vf_exp(vf_sub(vf_load_n(s + j, n - j, -INFINITY), mx));
+        const vf p1 = vf_exp_flush(vf_sub(vf_load_n(s + j, n - j, -INFINITY), mx));
         vf_store_n(s + j, n - j, p1);
         sum1 = vf_add(sum1, p1);
     }
     float a[VL];
-    vf_store(a, vf_exp(vf_sub(vf_set1(*m), mx)));
+    vf_store(a, vf_exp_flush(vf_sub(vf_set1(*m), mx)));
     *l = a[0] * *l + vf_reduce_add(vf_add(sum0, sum1));
     *m = mxs;
     return a[0];
