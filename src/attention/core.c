@@ -430,7 +430,9 @@ static void tiled_tile(const core *c, const tile *tl, const slot_ws *w, key_rang
     const qkv_attention_desc *d = c->d;
     const qkv_gemm_kernels *g = c->t->gemm;
     const size_t MR = g->mr, NR = g->nr, d_k = d->d_k, d_v = d->d_v;
-    const size_t W = qkv_round_up(tl->rows, NR), dvp = qkv_round_up(d_v, NR);
+    /* query columns of S^T: the rows rounded to a vector, not to NR, so that a few queries
+       (n_q 16 against NR 32) do not pay for a whole register tile of columns */
+    const size_t W = qkv_round_up(tl->rows, g->vl), dvp = qkv_round_up(d_v, NR);
     float *qt = w->qt, *st = w->st, *vp = w->vp, *oacc = w->oacc, *m = w->m, *l = w->l;
     /* scale Q^T micropanels: element (x, row r) at qt[(r / NR) NR d_k + x NR + r % NR] */
     for (size_t r = 0; r < W; r++) {
@@ -475,8 +477,11 @@ static void tiled_tile(const core *c, const tile *tl, const slot_ws *w, key_rang
                 }
                 kr = w->kw;
             }
-            for (size_t c0 = 0; c0 < W; c0 += NR)
-                g->ukernel(d_k, kr, ld, 1, qt + c0 * d_k, st + r * LDS + c0, LDS, 1.0f, 0.0f);
+            for (size_t c0 = 0; c0 < W; c0 += NR) /* a last panel under NR wide: the masked kernel */
+                if (c0 + NR <= W)
+                    g->ukernel(d_k, kr, ld, 1, qt + c0 * d_k, st + r * LDS + c0, LDS, 1.0f, 0.0f);
+                else
+                    g->ukernel_sup(MR, W - c0, d_k, kr, ld, 1, qt + c0 * d_k, NR, st + r * LDS + c0, LDS, 1.0f, 0.0f);
         }
         if (c->cap > 0.0f)
             for (size_t r = 0; r < bc; r++)
