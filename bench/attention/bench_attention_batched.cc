@@ -8,8 +8,10 @@
  *                                      with those kv_len (capacity the longest)
  *   ragged/qkv-<isa>/.../singles/t<T>  the same items as one call each, one after the other
  *   read/qkv-pool/<MiB>/t<T>           a read loop over the K and V bytes of a decode row
+ *   mha/qkv-<isa>/E<E>h<h>/<n>/t<T>   qkv_mha_forward, self-attention of n tokens, biases, on
+ *                                      the pool (bench_attention has its 1-thread rows)
  * A trailing /f16 or /bf16: K and V in that type (widened in the kernel), no composite.
- * Layout (B, H, N, D), K and V (B, KVH, N, D). Shapes: `attn` and `ragged` lines of
+ * Layout (B, H, N, D), K and V (B, KVH, N, D). Shapes: `attn`, `ragged` and `mha` lines of
  * bench/attention/shapes.txt. Counters: FLOP/s of the visible scores only (2 (d_k + d_v)
  * per visible (query, key) pair), peak_frac against one core's FMA peak (2 threads can reach
  * 2.0), GB/s of K and V read on decode rows (n_q <= 4). */
@@ -36,12 +38,16 @@ struct Attn {
     qkv_dtype kv = QKV_F32;
 };
 
+struct Mha {
+    std::size_t E, h, n;
+};
+
 struct Ragged {
     std::size_t H, KVH, n_q, d;
     std::vector<std::size_t> lens;
 };
 
-void read_shapes(std::vector<Attn> &attn, std::vector<Ragged> &ragged)
+void read_shapes(std::vector<Attn> &attn, std::vector<Ragged> &ragged, std::vector<Mha> &mha)
 {
     const char *env = std::getenv("QKV_BENCH_SHAPES");
     const std::string path = env && *env ? env : QKV_BENCH_SHAPES_FILE;
@@ -55,10 +61,14 @@ void read_shapes(std::vector<Attn> &attn, std::vector<Ragged> &ragged)
         line = line.substr(0, line.find('#'));
         std::istringstream f(line);
         std::string kind, mode;
-        if (!(f >> kind) || (kind != "attn" && kind != "ragged"))
+        if (!(f >> kind) || (kind != "attn" && kind != "ragged" && kind != "mha"))
             continue; /* bench_attention's lines */
         bool ok = false;
-        if (kind == "attn") {
+        if (kind == "mha") {
+            Mha m{};
+            ok = (f >> m.E >> m.h >> m.n) && m.h && m.E % m.h == 0 && m.n;
+            mha.push_back(m);
+        } else if (kind == "attn") {
             Attn a{};
             std::string dtype = "f32";
             ok = (f >> a.B >> a.H >> a.KVH >> a.n_q >> a.n_kv >> a.d >> mode >> a.window) &&
@@ -259,6 +269,33 @@ void bm_ragged(benchmark::State &st, const Ragged &r, qkv_isa isa, int threads, 
     set_counters(st, a, flops, bytes, isa);
 }
 
+/* qkv_mha_forward on the pool: batch 1, self-attention, biases (bench_attention's bm_mha) */
+void bm_mha(benchmark::State &st, const Mha &m, qkv_isa isa, int threads)
+{
+    if (!qkv_bench::select_isa(st, isa))
+        return;
+    const std::size_t E = m.E, n = m.n;
+    qkv_bench::Buffer w = qkv_bench::alloc_floats(4 * E * E), b = qkv_bench::alloc_floats(4 * E),
+                      x = qkv_bench::alloc_floats(n * E), out = qkv_bench::alloc_floats(n * E);
+    qkv_bench::fill_uniform(w.get(), 4 * E * E, -0.05f, 0.05f, 4);
+    qkv_bench::fill_uniform(b.get(), 4 * E, -0.1f, 0.1f, 5);
+    qkv_bench::fill_uniform(x.get(), n * E, -1.0f, 1.0f, 6);
+    const float *W = w.get(), *B = b.get();
+    const qkv_mha mh = {E, m.h, W, W + E * E, W + 2 * E * E, W + 3 * E * E, B, B + E, B + 2 * E, B + 3 * E, 0, 0};
+    const qkv_threadpool *tp = qkv_bench::pool_of(threads);
+    const std::size_t ws_size = qkv_mha_workspace_size_mt(&mh, 1, n, n, (std::size_t)threads);
+    qkv_bench::Buffer ws = qkv_bench::alloc_floats(ws_size / sizeof(float) + 1);
+    for (auto _ : st) {
+        if (qkv_mha_forward(&mh, 1, x.get(), n, nullptr, n, 0, out.get(), ws.get(), ws_size, tp) != QKV_OK) {
+            st.SkipWithError("qkv_mha_forward failed");
+            return;
+        }
+        benchmark::DoNotOptimize(out.get());
+        benchmark::ClobberMemory();
+    }
+    qkv_bench::set_flop_counters(st, 8.0 * n * E * E + 4.0 * n * n * E, isa);
+}
+
 std::string attn_name(const Attn &a)
 {
     return std::to_string(a.B) + "x" + std::to_string(a.H) + "x" + std::to_string(a.KVH) + "/" + std::to_string(a.n_q) +
@@ -271,7 +308,8 @@ void register_all()
 {
     std::vector<Attn> attn;
     std::vector<Ragged> ragged;
-    read_shapes(attn, ragged);
+    std::vector<Mha> mha;
+    read_shapes(attn, ragged, mha);
     const qkv_isa best = qkv_isa_detected();
     const std::string impl = std::string("qkv-") + qkv_isa_name(best);
     const std::vector<qkv_bench::SgemmPeer> peers = qkv_bench::sgemm_peers("bench_attention_batched");
@@ -302,6 +340,14 @@ void register_all()
             benchmark::RegisterBenchmark(
                 ("read/qkv-pool/" + std::to_string(mib) + "MiB/t" + std::to_string(t)).c_str(),
                 [mib, t](benchmark::State &st) { qkv_bench::bm_read(st, mib << 20, t); })
+                ->Unit(benchmark::kMicrosecond)
+                ->UseRealTime();
+    for (const Mha &m : mha)
+        for (int t : qkv_bench::thread_counts())
+            benchmark::RegisterBenchmark(("mha/" + impl + "/E" + std::to_string(m.E) + "h" + std::to_string(m.h) + "/" +
+                                          std::to_string(m.n) + "/t" + std::to_string(t))
+                                             .c_str(),
+                                         [m, best, t](benchmark::State &st) { bm_mha(st, m, best, t); })
                 ->Unit(benchmark::kMicrosecond)
                 ->UseRealTime();
     for (const Ragged &r : ragged) {

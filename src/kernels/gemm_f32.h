@@ -47,7 +47,7 @@
 /* The tile body, for MRT <= GEMM_MR rows (constant after inlining) and B row p at
    b[p * ldb] (packed: ldb = NR). EDGE = 0: all NR columns; EDGE = 1: only the first nc
    columns of B are read and of C written (masked vectors; vectors past nc are skipped). */
-static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MRT, const int EDGE, size_t nc, size_t k,
+static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MRT, const int EDGE, const int ROWS_IN_PLACE, size_t nc, size_t k,
                                                                     const float *restrict a, size_t rs_a, size_t cs_a,
                                                                     const float *restrict b, size_t ldb,
                                                                     float *restrict c, size_t ldc, float alpha,
@@ -61,6 +61,11 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MR
     GEMM_UNROLL
     for (int i = 0; i < MRT; i++)
         ar[i] = a + i * rs_a;
+    const int ROWS = ROWS_IN_PLACE && cs_a == 1; /* rows of A in place, see the k loop */
+    const float *ab[(GEMM_MR + 3) / 4];
+    GEMM_UNROLL
+    for (int g = 0; g < (MRT + 3) / 4; g++)
+        ab[g] = a + (size_t)(4 * g) * rs_a;
     vf acc[GEMM_MR][GEMM_NV];
     GEMM_UNROLL
     for (int i = 0; i < MRT; i++) {
@@ -99,15 +104,23 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MR
 #else
         GEMM_UNROLL
         for (int i = 0; i < MRT; i++) {
-            const vf ai = vf_set1(*ar[i]); /* broadcast A(i, p) */
+            /* rows in place (cs_a == 1, a constant here): four rows per base pointer at
+               offsets 0, rs, 2 rs, 3 rs, which x86 addressing takes as base + index * scale */
+            const vf ai = vf_set1(ROWS ? ab[i / 4][(size_t)(i % 4) * rs_a] : *ar[i]); /* broadcast A(i, p) */
             GEMM_UNROLL
             for (int v = 0; v < GEMM_NV; v++)
                 acc[i][v] = vf_fma(ai, bv[v], acc[i][v]); /* C(i, :) += A(i, p) * B(p, :) */
         }
 #endif
-        GEMM_UNROLL
-        for (int i = 0; i < MRT; i++)
-            ar[i] += cs_a;
+        if (ROWS) {
+            GEMM_UNROLL
+            for (int g = 0; g < (MRT + 3) / 4; g++)
+                ab[g] += 1;
+        } else {
+            GEMM_UNROLL
+            for (int i = 0; i < MRT; i++)
+                ar[i] += cs_a;
+        }
         b += ldb;
     }
     const vf va = vf_set1(alpha), vb = vf_set1(beta);
@@ -134,7 +147,18 @@ static void QKV_FN(gemm_ukernel)(size_t k, const float *restrict a, size_t rs_a,
                                  float *restrict c, size_t ldc, float alpha, float beta)
 {
     assert(k >= 1 && a != NULL && b != NULL && c != NULL && ldc >= GEMM_NR);
-    QKV_FN(gemm_tile)(GEMM_MR, 0, GEMM_NR, k, a, rs_a, cs_a, b, GEMM_NR, c, ldc, alpha, beta);
+    /* the layouts the callers use, each with what it can of its strides as constants: with
+       both strides at run time the loop keeps MR row pointers live, more than the
+       general-purpose registers, and spills them (bench_ukernels on AVX-512, k 256: 80%
+       of the FMA peak packed before, 85-89% after) */
+    if (rs_a == 1 && cs_a == GEMM_MR)
+        QKV_FN(gemm_tile)(GEMM_MR, 0, 0, GEMM_NR, k, a, 1, GEMM_MR, b, GEMM_NR, c, ldc, alpha, beta);
+    else if (cs_a == 1) /* rows of A in place (the NN GEMM, attention's K rows) */
+        QKV_FN(gemm_tile)(GEMM_MR, 0, 1, GEMM_NR, k, a, rs_a, 1, b, GEMM_NR, c, ldc, alpha, beta);
+    else if (rs_a == 1) /* columns of A in place (attention's P from S^T): one pointer */
+        QKV_FN(gemm_tile)(GEMM_MR, 0, 0, GEMM_NR, k, a, 1, cs_a, b, GEMM_NR, c, ldc, alpha, beta);
+    else
+        QKV_FN(gemm_tile)(GEMM_MR, 0, 0, GEMM_NR, k, a, rs_a, cs_a, b, GEMM_NR, c, ldc, alpha, beta);
 }
 
 /* B in place (kernels.h): one instance per row count, full or masked columns */
@@ -142,9 +166,9 @@ static void QKV_FN(gemm_ukernel)(size_t k, const float *restrict a, size_t rs_a,
     case r:                                                                                                      \
         if (r <= GEMM_MR) {                                                                                      \
             if (n == GEMM_NR)                                                                                    \
-                QKV_FN(gemm_tile)(r <= GEMM_MR ? r : 1, 0, GEMM_NR, k, a, rs_a, cs_a, b, ldb, c, ldc, alpha, beta); \
+                QKV_FN(gemm_tile)(r <= GEMM_MR ? r : 1, 0, 0, GEMM_NR, k, a, rs_a, cs_a, b, ldb, c, ldc, alpha, beta); \
             else                                                                                                 \
-                QKV_FN(gemm_tile)(r <= GEMM_MR ? r : 1, 1, n, k, a, rs_a, cs_a, b, ldb, c, ldc, alpha, beta);   \
+                QKV_FN(gemm_tile)(r <= GEMM_MR ? r : 1, 1, 0, n, k, a, rs_a, cs_a, b, ldb, c, ldc, alpha, beta);   \
         }                                                                                                        \
         break;
 
