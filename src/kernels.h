@@ -107,6 +107,7 @@ typedef struct qkv_gemm_kernels {
     qkv_gemm_ukernel_sup_fn ukernel_sup;
     qkv_gemv_t_fn gemv_t;
     qkv_gemv_n_fn gemv_n;
+    qkv_gemv_n_fn gemv_ns; /* gemv_n's contract, B read row by row (a large B from memory) */
     qkv_gemv_t_multi_fn gemv_t_multi;
     qkv_gemv_n_multi_fn gemv_n_multi;
     qkv_gemv_t_multi_h_fn gemv_t_multi_h[2]; /* [0] F16, [1] BF16 */

@@ -15,7 +15,8 @@
  *                padding untouched, beta = 0 over NaN, beta = -0.5
  *   gemv_t       n and k with every tail up to 2 x 16 + 3, ldb > k, beta = 0 over NaN
  *   gemv_n       the same, incx 1 and 3, and n up to 8 AVX-512 vectors + a tail (every
- *                column block: 8, 4, 2, 1 vectors)
+ *                column block: 8, 4, 2, 1 vectors); gemv_ns the same, n past its 512-column
+ *                chunks
  *   gemv_t_multi, gemv_n_multi   1 .. 4 rows of x at once: tails, padded leading
  *                dimensions, beta per row (0 over NaN: not read), B at a guard page,
  *                against the double reference and bit-identical to gemv_t / gemv_n per row;
@@ -184,7 +185,7 @@ static void test_ukernel_sup(const qkv_gemm_kernels *g)
 static void test_gemv(const qkv_gemm_kernels *g)
 {
     static const size_t ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
-                                20, 25, 30, 35, 49, 64, 67, 100, 128, 131};
+                                20, 25, 30, 35, 49, 64, 67, 100, 128, 131, 515, 1100};
     for (size_t in = 0; in < sizeof ns / sizeof ns[0]; in++) {
         const size_t n = ns[in];
         for (size_t k = 1; k <= 35; k += (k < 20 ? 1 : 5)) {
@@ -212,14 +213,15 @@ static void test_gemv(const qkv_gemm_kernels *g)
                 CHECK(bad == 0, "gemv_t n=%zu k=%zu beta=%g: %ld wrong", n, k, beta, bad);
                 CHECK(guarded_free(&gb), "gemv_t wrote into b");
                 /* gemv_n: y[j] = alpha sum_p x[p incx] b[p ldb + j] + beta y[j], ldb > n */
-                for (size_t incx = 1; incx <= 3; incx += 2) {
-                    const size_t ldn = n + 2;
+                for (int v = 0; v < 4; v++) { /* gemv_n, then gemv_ns; incx 1 and 3 */
+                    const int ns_kind = v >> 1;
+                    const size_t incx = v & 1 ? 3 : 1, ldn = n + 2;
                     guarded gbn;
                     float *bn = guarded_alloc(&gbn, (k - 1) * ldn + n, GUARD_AFTER);
                     fill(bn, (k - 1) * ldn + n);
                     for (size_t j = 0; j < n; j++)
                         y0[j] = y[j] = beta == 0.0f ? NAN : rng_uniform(-1, 1);
-                    g->gemv_n(n, k, alpha, x, incx, bn, ldn, beta, y);
+                    (ns_kind ? g->gemv_ns : g->gemv_n)(n, k, alpha, x, incx, bn, ldn, beta, y);
                     bad = 0;
                     for (size_t j = 0; j < n; j++) {
                         double mag;
@@ -227,8 +229,9 @@ static void test_gemv(const qkv_gemm_kernels *g)
                         const double yj = beta == 0.0f ? 0.0 : y0[j];
                         bad += !close_to(y[j], alpha * ref + beta * yj, gemm_tol(k, alpha, mag, beta * yj, FLT_MIN));
                     }
-                    CHECK(bad == 0, "gemv_n n=%zu k=%zu incx=%zu beta=%g: %ld wrong", n, k, incx, beta, bad);
-                    CHECK(guarded_free(&gbn), "gemv_n wrote into b");
+                    CHECK(bad == 0, "%s n=%zu k=%zu incx=%zu beta=%g: %ld wrong", ns_kind ? "gemv_ns" : "gemv_n", n, k,
+                          incx, beta, bad);
+                    CHECK(guarded_free(&gbn), "gemv_n / gemv_ns wrote into b");
                 }
                 CHECK(guarded_free(&gx) && guarded_free(&gy), "gemv wrote outside x or y");
                 free(y0);

@@ -5,7 +5,8 @@
  * Paths, in order:
  *   k == 0 or alpha == 0   C = beta * C (A and B are not read; beta == 0 writes zeros)
  *   m == 1 (decode)        no packing: op(B) transposed -> gemv_t (one dot per output, rows
- *                          of B streamed), else gemv_n (axpys over the rows of B)
+ *                          of B streamed), else gemv_ns (axpys over the rows of B, read
+ *                          row by row)
  *   small or m skinny, A and B row-major: no packing, ukernel_sup on both in place
  *   otherwise              blocked: for jc (NC columns) / pc (KC depth, pack B) / ic (MC
  *                          rows; pack A if transposed, else read in place) / jr (NR) /
@@ -305,8 +306,8 @@ static void row_item(void *ctx, size_t i, size_t slot)
     (void)slot;
     const size_t j0 = i * cl->p.gemv_cols, cols = cl->p.parallel ? qkv_min(cl->p.gemv_cols, cl->n - j0) : cl->n;
     const size_t inca = cl->ta == QKV_TRANS ? cl->lda : 1;
-    if (cl->tb == QKV_NOTRANS)
-        cl->g->gemv_n(cols, cl->k, cl->alpha, cl->a, inca, cl->b + j0, cl->ldb, cl->beta, cl->c + j0);
+    if (cl->tb == QKV_NOTRANS) /* B row by row: its rows are long contiguous streams */
+        cl->g->gemv_ns(cols, cl->k, cl->alpha, cl->a, inca, cl->b + j0, cl->ldb, cl->beta, cl->c + j0);
     else
         cl->g->gemv_t(cols, cl->k, cl->alpha, inca != 1 ? cl->w.x : cl->a, cl->b + j0 * cl->ldb, cl->ldb, cl->beta,
                       cl->c + j0);

@@ -379,6 +379,67 @@ static inline void QKV_FN(gemv_store)(float *y, size_t w, vf acc, float alpha, f
         vf_store_n(y, w, r);
 }
 
+/* ---- M = 1 with a large B streamed from memory (the GEMM's NN decode projection) -----
+ * gemv_n walks B a column block at a time: 8 vectors of every row, rows ldb apart, so a B
+ * of many MiB is read in 512-byte pieces spread over all of its pages, and neither the
+ * hardware prefetcher nor the TLB keeps up. gemv_ns reads B row by row instead: columns in
+ * chunks of GEMV_NS_COLS, four rows at a time, each row a contiguous segment of the chunk
+ * (prefetched GEMV_NS_PF rows ahead), the partial sums of the chunk in an L1 buffer. Each
+ * y[j] is one chain of FMAs over p in order, then alpha and beta: the same in every
+ * chunking of the columns. */
+enum { GEMV_NS_COLS = 1024, GEMV_NS_PF = 8 };
+
+static inline __attribute__((always_inline)) void QKV_FN(gemv_ns_rows)(const int R, size_t cols, const float *xs,
+                                                                       const float *b, size_t ldb, float *acc)
+{
+    vf xv[4];
+    GEMM_UNROLL
+    for (int r = 0; r < R; r++)
+        xv[r] = vf_set1(xs[r]);
+    size_t j = 0;
+    for (; j + VL <= cols; j += VL) {
+        vf a = vf_load(acc + j);
+        GEMM_UNROLL
+        for (int r = 0; r < R; r++) {
+            if ((j * sizeof(float)) % 64 == 0)
+                __builtin_prefetch(b + (r + GEMV_NS_PF) * ldb + j);
+            a = vf_fma(xv[r], vf_load(b + r * ldb + j), a);
+        }
+        vf_store(acc + j, a);
+    }
+    if (j < cols) {
+        vf a = vf_load_n(acc + j, cols - j, 0.0f);
+        GEMM_UNROLL
+        for (int r = 0; r < R; r++)
+            a = vf_fma(xv[r], vf_load_n(b + r * ldb + j, cols - j, 0.0f), a);
+        vf_store_n(acc + j, cols - j, a);
+    }
+}
+
+static void QKV_FN(gemv_ns)(size_t n, size_t k, float alpha, const float *x, size_t incx, const float *b,
+                            size_t ldb, float beta, float *y)
+{
+    assert(n >= 1 && k >= 1 && x != NULL && b != NULL && y != NULL && ldb >= n);
+    float acc[GEMV_NS_COLS] __attribute__((aligned(64)));
+    for (size_t j0 = 0; j0 < n; j0 += GEMV_NS_COLS) {
+        const size_t cols = n - j0 < GEMV_NS_COLS ? n - j0 : GEMV_NS_COLS;
+        for (size_t j = 0; j < cols; j++)
+            acc[j] = 0.0f;
+        size_t p = 0;
+        for (; p + 4 <= k; p += 4) {
+            const float xs[4] = {x[p * incx], x[(p + 1) * incx], x[(p + 2) * incx], x[(p + 3) * incx]};
+            QKV_FN(gemv_ns_rows)(4, cols, xs, b + p * ldb + j0, ldb, acc);
+        }
+        for (; p < k; p++)
+            QKV_FN(gemv_ns_rows)(1, cols, x + p * incx, b + p * ldb + j0, ldb, acc);
+        size_t j = 0;
+        for (; j + VL <= cols; j += VL)
+            QKV_FN(gemv_store)(y + j0 + j, VL, vf_load(acc + j), alpha, beta);
+        if (j < cols)
+            QKV_FN(gemv_store)(y + j0 + j, cols - j, vf_load_n(acc + j, cols - j, 0.0f), alpha, beta);
+    }
+}
+
 /* RG rows of x, NB column vectors (the last one w lanes wide, w <= VL) over all k rows of
    B, with Q chains per column vector and row of x (row p of B goes to chain p mod Q), every
    vector of B loaded once for the RG rows: RG x NB x Q accumulators. A column vector's
@@ -535,7 +596,7 @@ static void QKV_FN(gemv_n_multi_bf16)(size_t r, size_t n, size_t k, const float 
 }
 
 const qkv_gemm_kernels QKV_FN(qkv_gemm) = {
-    QKV_FN(gemm_ukernel), QKV_FN(gemm_ukernel_sup), QKV_FN(gemv_t), QKV_FN(gemv_n), QKV_FN(gemv_t_multi),
+    QKV_FN(gemm_ukernel), QKV_FN(gemm_ukernel_sup), QKV_FN(gemv_t), QKV_FN(gemv_n), QKV_FN(gemv_ns), QKV_FN(gemv_t_multi),
     QKV_FN(gemv_n_multi), {QKV_FN(gemv_t_multi_f16), QKV_FN(gemv_t_multi_bf16)},
     {QKV_FN(gemv_n_multi_f16), QKV_FN(gemv_n_multi_bf16)}, GEMM_MR, GEMM_NR, VL, GEMM_MC, GEMM_KC, GEMM_NC,
 };
