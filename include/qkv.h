@@ -253,8 +253,8 @@ QKV_API size_t qkv_mha_workspace_size_mt(const qkv_mha *m, size_t batch, size_t 
    in_proj_weight[0:E], [E:2E], [2E:3E] and out_proj.weight of a
    torch.nn.MultiheadAttention(E, h, batch_first=True) plug in directly.
    ws: ws_size bytes of workspace, any alignment, or NULL (allocated and freed inside).
-   tp: the projections (qkv_gemm_ex) run on it; NULL: the calling thread only. Results are
-   bit-identical for every thread count.
+   tp: the projections, their biases and the attention run on it; NULL: the calling thread
+   only. Results are bit-identical for every thread count.
    Status: QKV_ERR_ARG for a NULL m, x_q, out or weight, E or h or batch or n_q zero,
    E % h != 0, x_kv given with n_kv = 0, torch_layout not 0/1, unknown flag bits, a bad tp;
    QKV_ERR_SIZE for ws_size < qkv_mha_workspace_size_mt(m, batch, n_q, n_kv, tp's

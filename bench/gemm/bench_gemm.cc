@@ -27,6 +27,7 @@ const std::vector<Shape> kShapes = {
     {1024, 1024, 1024, false}, {2048, 2048, 2048, false}, /* square */
     {1024, 1024, 64, true},   {1024, 64, 1024, false},  /* S = Q K^T, O = P V */
     {4096, 4096, 64, true},   {4096, 64, 4096, false},  {77, 300, 129, false},  /* odd */
+    {1000, 1000, 1000, false}, /* no power-of-two leading dimension */
     {1, 4096, 64, true},      {1, 64, 4096, false},     /* decode */
 };
 

@@ -56,6 +56,24 @@ static void layout(qkv_arena *ar, size_t n_q, size_t n_kv, size_t dq, size_t dkv
 /* y (rows x n_out) = x (rows x n_in) W [+ b], W stored (n_in x n_out) or, torch, (n_out x n_in),
    on the pool tp; w->gemm holds w->gemm_bytes >= proj_bytes() of the shape, so the GEMM
    neither allocates nor fails (its arguments were all validated by the caller) */
+/* y += b on the rows of one item of BIAS_ROWS rows */
+enum { BIAS_ROWS = 64 };
+typedef struct bias_job {
+    float *y;
+    const float *b;
+    size_t rows, n_out;
+} bias_job;
+
+static void bias_rows(void *ctx, size_t item, size_t slot)
+{
+    const bias_job *j = ctx;
+    (void)slot;
+    const size_t r1 = qkv_min(j->rows, (item + 1) * BIAS_ROWS);
+    for (size_t i = item * BIAS_ROWS; i < r1; i++)
+        for (size_t c = 0; c < j->n_out; c++)
+            j->y[i * j->n_out + c] += j->b[c];
+}
+
 static void project(const qkv_kernels *t, const qkv_threadpool *tp, const float *x, size_t rows, size_t n_in,
                     const float *w, const float *b, size_t n_out, int torch, float *y, const proj_ws *ws)
 {
@@ -63,9 +81,9 @@ static void project(const qkv_kernels *t, const qkv_threadpool *tp, const float 
                  torch ? n_in : n_out, 0.0f, y, n_out, ws->gemm, ws->gemm_bytes);
     if (b == NULL)
         return;
-    for (size_t i = 0; i < rows; i++)
-        for (size_t j = 0; j < n_out; j++)
-            y[i * n_out + j] += b[j];
+    /* the bias on the pool too (an element-wise add: the same bits on any thread) */
+    bias_job j = {y, b, rows, n_out};
+    qkv_parallel_for(rows * n_out >= (1u << 16) ? tp : NULL, (rows + BIAS_ROWS - 1) / BIAS_ROWS, bias_rows, &j);
 }
 
 /* GEMM workspace bytes of a projection of rows x n_in by n_in x n_out on n_threads */

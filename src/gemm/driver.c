@@ -100,7 +100,7 @@ static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
 enum {
     B_PANELS = 4,             /* NR-wide B panels packed per item */
     COL_CHUNK_MIN = 128,      /* columns of a compute item at least (keeps A reuse high) */
-    ITEMS_WANTED = 8,         /* items per (jc, pc) block worth splitting columns for */
+    ITEMS_WANTED = 16,         /* items per (jc, pc) block worth splitting columns for */
     GEMV_COLS = 256,          /* columns per m == 1 item at least */
     GEMV_ITEMS = 4,           /* m == 1 items: wide chunks keep gemv_n's row segments long */
     PARALLEL_FLOPS = 1 << 22, /* 2 m n k below this: one task (64^3 is 2^19) */
