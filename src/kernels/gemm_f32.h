@@ -61,7 +61,12 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MR
     GEMM_UNROLL
     for (int i = 0; i < MRT; i++)
         ar[i] = a + i * rs_a;
+#ifdef VF_FMA_LANE
+    const int ROWS = 0; /* the lane path below reads A through ar[] */
+    (void)ROWS_IN_PLACE;
+#else
     const int ROWS = ROWS_IN_PLACE && cs_a == 1; /* rows of A in place, see the k loop */
+#endif
     const float *ab[(GEMM_MR + 3) / 4];
     GEMM_UNROLL
     for (int g = 0; g < (MRT + 3) / 4; g++)
