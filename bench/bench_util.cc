@@ -245,6 +245,30 @@ std::vector<int> thread_counts()
     return t;
 }
 
+void bm_mha(benchmark::State &st, std::size_t E, std::size_t h, std::size_t n, qkv_isa isa, int threads)
+{
+    if (!select_isa(st, isa))
+        return;
+    Buffer w = alloc_floats(4 * E * E), b = alloc_floats(4 * E), x = alloc_floats(n * E), out = alloc_floats(n * E);
+    fill_uniform(w.get(), 4 * E * E, -0.05f, 0.05f, 4);
+    fill_uniform(b.get(), 4 * E, -0.1f, 0.1f, 5);
+    fill_uniform(x.get(), n * E, -1.0f, 1.0f, 6);
+    const float *W = w.get(), *B = b.get();
+    const qkv_mha m = {E, h, W, W + E * E, W + 2 * E * E, W + 3 * E * E, B, B + E, B + 2 * E, B + 3 * E, 0, 0};
+    const qkv_threadpool *tp = pool_of(threads);
+    const std::size_t ws_size = qkv_mha_workspace_size_mt(&m, 1, n, n, (std::size_t)threads);
+    Buffer ws = alloc_floats(ws_size / sizeof(float) + 1);
+    for (auto _ : st) {
+        if (qkv_mha_forward(&m, 1, x.get(), n, nullptr, n, 0, out.get(), ws.get(), ws_size, tp) != QKV_OK) {
+            st.SkipWithError("qkv_mha_forward failed");
+            return;
+        }
+        benchmark::DoNotOptimize(out.get());
+        benchmark::ClobberMemory();
+    }
+    set_flop_counters(st, 8.0 * n * E * E + 4.0 * n * n * E, isa);
+}
+
 const qkv_threadpool *pool_of(int n)
 {
     static std::mutex lock;

@@ -95,6 +95,11 @@ void bm_empty_run(benchmark::State &st, int threads);
    binary */
 void bm_read(benchmark::State &st, std::size_t bytes, int threads);
 
+/* qkv_mha_forward, batch 1, self-attention of n tokens with biases (weights and input
+   uniform, fixed seeds), on pool_of(threads); counters as set_flop_counters for
+   8 n E^2 + 4 n^2 E */
+void bm_mha(benchmark::State &st, std::size_t E, std::size_t h, std::size_t n, qkv_isa isa, int threads);
+
 /* Runs a benchmark program: parses the Google Benchmark flags (default min time 0.2 s
    unless --benchmark_min_time is given; so do not set MinTime() on benchmarks), measures
    the FMA peak of every host ISA and adds it to the context, calls register_all() (which

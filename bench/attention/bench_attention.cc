@@ -147,30 +147,6 @@ void bm_sdpa(benchmark::State &st, const Shape &s, qkv_bench::SgemmFn peer, qkv_
     qkv_bench::set_flop_counters(st, sdpa_flops(s), isa);
 }
 
-void bm_mha(benchmark::State &st, std::size_t E, std::size_t h, std::size_t n, qkv_isa isa)
-{
-    if (!qkv_bench::select_isa(st, isa))
-        return;
-    qkv_bench::Buffer w = qkv_bench::alloc_floats(4 * E * E), b = qkv_bench::alloc_floats(4 * E),
-                      x = qkv_bench::alloc_floats(n * E), out = qkv_bench::alloc_floats(n * E);
-    qkv_bench::fill_uniform(w.get(), 4 * E * E, -0.05f, 0.05f, 4);
-    qkv_bench::fill_uniform(b.get(), 4 * E, -0.1f, 0.1f, 5);
-    qkv_bench::fill_uniform(x.get(), n * E, -1.0f, 1.0f, 6);
-    const float *W = w.get(), *B = b.get();
-    const qkv_mha m = {E, h, W, W + E * E, W + 2 * E * E, W + 3 * E * E, B, B + E, B + 2 * E, B + 3 * E, 0, 0};
-    const std::size_t ws_size = qkv_mha_workspace_size(&m, n, n);
-    qkv_bench::Buffer ws = qkv_bench::alloc_floats(ws_size / sizeof(float) + 1);
-    for (auto _ : st) {
-        if (qkv_mha_forward(&m, 1, x.get(), n, nullptr, n, 0, out.get(), ws.get(), ws_size, NULL) != QKV_OK) {
-            st.SkipWithError("qkv_mha_forward failed");
-            return;
-        }
-        benchmark::DoNotOptimize(out.get());
-        benchmark::ClobberMemory();
-    }
-    qkv_bench::set_flop_counters(st, 8.0 * n * E * E + 4.0 * n * n * E, isa);
-}
-
 void bm_decode(benchmark::State &st, std::size_t n_q, std::size_t n_kv, std::size_t d, qkv_isa isa)
 {
     if (!qkv_bench::select_isa(st, isa))
@@ -230,7 +206,7 @@ void register_all()
                 continue;
             benchmark::RegisterBenchmark(("mha/qkv-" + std::string(qkv_isa_name(isa)) + "/" + std::to_string(n) + "/E" +
                                           std::to_string(E) + "h" + std::to_string(h)).c_str(),
-                                         [E, h, n, isa](benchmark::State &st) { bm_mha(st, E, h, n, isa); })
+                                         [E, h, n, isa](benchmark::State &st) { qkv_bench::bm_mha(st, E, h, n, isa, 1); })
                 ->Unit(benchmark::kMillisecond);
         }
     }

@@ -269,33 +269,6 @@ void bm_ragged(benchmark::State &st, const Ragged &r, qkv_isa isa, int threads, 
     set_counters(st, a, flops, bytes, isa);
 }
 
-/* qkv_mha_forward on the pool: batch 1, self-attention, biases (bench_attention's bm_mha) */
-void bm_mha(benchmark::State &st, const Mha &m, qkv_isa isa, int threads)
-{
-    if (!qkv_bench::select_isa(st, isa))
-        return;
-    const std::size_t E = m.E, n = m.n;
-    qkv_bench::Buffer w = qkv_bench::alloc_floats(4 * E * E), b = qkv_bench::alloc_floats(4 * E),
-                      x = qkv_bench::alloc_floats(n * E), out = qkv_bench::alloc_floats(n * E);
-    qkv_bench::fill_uniform(w.get(), 4 * E * E, -0.05f, 0.05f, 4);
-    qkv_bench::fill_uniform(b.get(), 4 * E, -0.1f, 0.1f, 5);
-    qkv_bench::fill_uniform(x.get(), n * E, -1.0f, 1.0f, 6);
-    const float *W = w.get(), *B = b.get();
-    const qkv_mha mh = {E, m.h, W, W + E * E, W + 2 * E * E, W + 3 * E * E, B, B + E, B + 2 * E, B + 3 * E, 0, 0};
-    const qkv_threadpool *tp = qkv_bench::pool_of(threads);
-    const std::size_t ws_size = qkv_mha_workspace_size_mt(&mh, 1, n, n, (std::size_t)threads);
-    qkv_bench::Buffer ws = qkv_bench::alloc_floats(ws_size / sizeof(float) + 1);
-    for (auto _ : st) {
-        if (qkv_mha_forward(&mh, 1, x.get(), n, nullptr, n, 0, out.get(), ws.get(), ws_size, tp) != QKV_OK) {
-            st.SkipWithError("qkv_mha_forward failed");
-            return;
-        }
-        benchmark::DoNotOptimize(out.get());
-        benchmark::ClobberMemory();
-    }
-    qkv_bench::set_flop_counters(st, 8.0 * n * E * E + 4.0 * n * n * E, isa);
-}
-
 std::string attn_name(const Attn &a)
 {
     return std::to_string(a.B) + "x" + std::to_string(a.H) + "x" + std::to_string(a.KVH) + "/" + std::to_string(a.n_q) +
@@ -347,7 +320,7 @@ void register_all()
             benchmark::RegisterBenchmark(("mha/" + impl + "/E" + std::to_string(m.E) + "h" + std::to_string(m.h) + "/" +
                                           std::to_string(m.n) + "/t" + std::to_string(t))
                                              .c_str(),
-                                         [m, best, t](benchmark::State &st) { bm_mha(st, m, best, t); })
+                                         [m, best, t](benchmark::State &st) { qkv_bench::bm_mha(st, m.E, m.h, m.n, best, t); })
                 ->Unit(benchmark::kMicrosecond)
                 ->UseRealTime();
     for (const Ragged &r : ragged) {

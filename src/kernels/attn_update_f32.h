@@ -66,26 +66,17 @@ void QKV_FN(qkv_attn_update)(size_t rows, size_t cols, float *s, size_t lds, flo
 }
 
 /* One row of scores, keys contiguous (the decode path): the same step for a single query.
-   Max in two chains (the tail lanes filled with -FLT_MAX), P = exp(s - mx) in place with
-   the sum in two chains (tail lanes loaded as -inf: exp gives 0); vf_max(s, m) keeps m
-   where s is NaN, like the S^T kernel above. */
+   The row's max as qkv_softmax takes it (row_extreme), P = exp(s - mx) in place with the
+   sum in two chains (tail lanes loaded as -inf: exp gives 0). */
 float QKV_FN(qkv_attn_row)(float *s, size_t n, float *m, float *l)
 {
     assert(n >= 1 && *m >= -FLT_MAX);
-    vf mx0 = vf_set1(*m), mx1 = vf_set1(-FLT_MAX);
-    size_t j = 0;
-    for (; j + 2 * VL <= n; j += 2 * VL) {
-        mx0 = vf_max(vf_load(s + j), mx0);
-        mx1 = vf_max(vf_load(s + j + VL), mx1);
-    }
-    for (; j + VL <= n; j += VL)
-        mx0 = vf_max(vf_load(s + j), mx0);
-    if (j < n)
-        mx1 = vf_max(vf_load_n(s + j, n - j, -FLT_MAX), mx1);
-    const float mxs = vf_reduce_max(vf_max(mx0, mx1));
+    const float rmax = row_extreme(s, n, 1); /* kernels/softmax_f32.h */
+    const float mxs = rmax > *m ? rmax : *m;
     const vf mx = vf_set1(mxs);
     vf sum0 = vf_zero(), sum1 = vf_zero();
-    for (j = 0; j + 2 * VL <= n; j += 2 * VL) {
+    size_t j = 0;
+    for (; j + 2 * VL <= n; j += 2 * VL) {
         const vf p0 = vf_exp_flush(vf_sub(vf_load(s + j), mx)), p1 = vf_exp_flush(vf_sub(vf_load(s + j + VL), mx));
         vf_store(s + j, p0);
         vf_store(s + j + VL, p1);
