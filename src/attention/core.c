@@ -487,8 +487,8 @@ static void tiled_tile(const core *c, const tile *tl, const slot_ws *w, key_rang
             for (size_t r = 0; r < bc; r++)
                 c->t->softcap(st + r * LDS, W, c->cap);
         if (!(all.lo <= j0 && j0 + bc <= all.hi)) { /* boundary tile: hidden scores -inf */
-            /* a select along each row of S^T (the compiler vectorizes it): scalar stores
-               down its columns would stall the vector loads of attn_update that follow */
+            /* a select along each row of S^T, contiguous (the compiler vectorizes it),
+               where stores down its columns would touch one line per score */
             int32_t lo[BR], hi[BR];
             for (size_t r = 0; r < tl->rows; r++) {
                 const key_range kr = clip(tl->range[r], j0, bc);
