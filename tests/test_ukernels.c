@@ -268,6 +268,11 @@ static void test_gemv_multi(const qkv_kernels *t)
                 for (size_t i = 0; i < r; i++) {
                     g->gemv_t(n, k, 1.0f, x + i * ldx, b, ldt, 0.0f, y1);
                     differ += memcmp(y1, y + i * ldy, n * sizeof(float)) != 0;
+                    for (size_t j = 0; j < n; j++) { /* and each dot alone: no grouping changes it */
+                        float one;
+                        g->gemv_t(1, k, 1.0f, x + i * ldx, b + j * ldt, ldt, 0.0f, &one);
+                        differ += memcmp(&one, y + i * ldy + j, sizeof one) != 0;
+                    }
                     for (size_t j = 0; j < ldy; j++) {
                         if (j >= n) {
                             bad += memcmp(&y[i * ldy + j], &y0[i * ldy + j], sizeof(float)) != 0;

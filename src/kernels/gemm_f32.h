@@ -197,6 +197,18 @@ static void QKV_FN(gemm_ukernel_sup)(size_t m, size_t n, size_t k, const float *
  * Decode (1 x n x k) has no reuse to pack for: every element of B is used once, so these
  * kernels only have to stream B at memory speed with enough FMA chains in flight. */
 
+/* four vf_reduce_add at once, the same bits: the vector layer's where it has one that
+   shares its shuffles (simd/avx512.h), else one by one */
+#ifndef VF_HAVE_REDUCE_ADD4
+static inline void vf_reduce_add4(vf a, vf b, vf c, vf d, float *out)
+{
+    out[0] = vf_reduce_add(a);
+    out[1] = vf_reduce_add(b);
+    out[2] = vf_reduce_add(c);
+    out[3] = vf_reduce_add(d);
+}
+#endif
+
 /* alpha * dot + beta * y, reading y only when beta != 0 */
 static inline float QKV_FN(gemv_out)(float dot, float alpha, float beta, const float *y)
 {
@@ -229,9 +241,16 @@ static inline __attribute__((always_inline)) void QKV_FN(gemv_t_rows)(int R, siz
         for (int r = 0; r < R; r++)
             s[r] = vf_fma(x0, vf_load_n(b + r * ldb + p, k - p, 0.0f), s[r]);
     }
+    float dot[8];
     GEMM_UNROLL
     for (int r = 0; r < R; r++)
-        y[r] = QKV_FN(gemv_out)(vf_reduce_add(s[r]), alpha, beta, y + r);
+        if (r % 4 == 0 && r + 4 <= R)
+            vf_reduce_add4(s[r], s[r + 1], s[r + 2], s[r + 3], dot + r);
+        else if (r - r % 4 + 4 > R)
+            dot[r] = vf_reduce_add(s[r]);
+    GEMM_UNROLL
+    for (int r = 0; r < R; r++)
+        y[r] = QKV_FN(gemv_out)(dot[r], alpha, beta, y + r);
 }
 
 static void QKV_FN(gemv_t)(size_t n, size_t k, float alpha, const float *x, const float *b, size_t ldb, float beta,
@@ -325,9 +344,13 @@ static inline __attribute__((always_inline)) void QKV_FN(gemv_tm_block)(const in
     }
     GEMM_UNROLL
     for (int i = 0; i < R; i++) {
-        GEMM_UNROLL
-        for (int jb = 0; jb < JB; jb++)
-            y[i * ldy + jb] = vf_reduce_add(s[i][jb]);
+        if (JB == 4) {
+            vf_reduce_add4(s[i][0], s[i][JB > 1 ? 1 : 0], s[i][JB > 2 ? 2 : 0], s[i][JB > 3 ? 3 : 0], y + i * ldy);
+        } else {
+            GEMM_UNROLL
+            for (int jb = 0; jb < JB; jb++)
+                y[i * ldy + jb] = vf_reduce_add(s[i][jb]);
+        }
     }
 }
 

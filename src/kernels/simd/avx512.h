@@ -63,6 +63,23 @@ static inline float vf_reduce_add(vf v)
     return _mm_cvtss_f32(h);
 }
 
+/* out[0..3] = vf_reduce_add(a), (b), (c), (d), bit for bit (the same pairing: lanes i and
+   i + 8, then i + 4, then i + 2, then i + 1), with the four reductions sharing each shuffle:
+   9 shuffles and 5 adds where four vf_reduce_add take 16 and 16 */
+#define VF_HAVE_REDUCE_ADD4 1
+static inline void vf_reduce_add4(vf a, vf b, vf c, vf d, float *out)
+{
+    /* lane i + lane i + 8: [a 0..7 | b 0..7], [c | d] */
+    const vf ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
+    const vf cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xee));
+    /* + lane i + 4: one 128-bit block each, [a | b | c | d] */
+    const vf u = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xdd));
+    const vf w = _mm512_add_ps(u, _mm512_permute_ps(u, 0x4e)); /* + lane i + 2 (movehl) */
+    const vf x = _mm512_add_ps(w, _mm512_permute_ps(w, 0xb1)); /* + lane i + 1 (movehdup) */
+    const vf sums = _mm512_permutexvar_ps(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0), x);
+    _mm_storeu_ps(out, _mm512_castps512_ps128(sums));
+}
+
 /* sum of the lanes in double precision (through the two 256-bit halves) */
 static inline double vf_reduce_add_f64(vf v)
 {

@@ -105,12 +105,13 @@ QKV_EMU_MAP2(and_ps, qkv_emu_float(qkv_emu_bits(x) & qkv_emu_bits(y)))
 QKV_EMU_MAP2(andnot_ps, qkv_emu_float(~qkv_emu_bits(x) & qkv_emu_bits(y)))
 QKV_EMU_MAP2(or_ps, qkv_emu_float(qkv_emu_bits(x) | qkv_emu_bits(y)))
 
-/* only the ordered less-than predicate is emulated */
+/* only the predicates the kernels use are emulated: _CMP_LT_OQ (ordered less-than) and
+   _CMP_UNORD_Q (either operand NaN); any other gives an empty mask */
 static inline qkv_emu_mmask16 qkv_emu_cmp_ps_mask(qkv_emu_m512 a, qkv_emu_m512 b, int imm)
 {
     qkv_emu_mmask16 k = 0;
     for (int i = 0; i < 16; i++)
-        if (imm == _CMP_LT_OQ && a.f[i] < b.f[i])
+        if ((imm == _CMP_LT_OQ && a.f[i] < b.f[i]) || (imm == _CMP_UNORD_Q && (isnan(a.f[i]) || isnan(b.f[i]))))
             k |= (qkv_emu_mmask16)(1u << i);
     return k;
 }
@@ -131,6 +132,49 @@ static inline qkv_emu_m512 qkv_emu_roundscale_ps(qkv_emu_m512 a, int imm)
         r.f[i] = (imm & 0xf3) == 0 ? nearbyintf(a.f[i]) : NAN;
     return r;
 }
+
+/* 128-bit blocks: r = [a.block(imm[1:0]), a.block(imm[3:2]), b.block(imm[5:4]), b.block(imm[7:6])] */
+static inline qkv_emu_m512 qkv_emu_shuffle_f32x4(qkv_emu_m512 a, qkv_emu_m512 b, int imm)
+{
+    qkv_emu_m512 r;
+    for (int blk = 0; blk < 4; blk++) {
+        const qkv_emu_m512 *src = blk < 2 ? &a : &b;
+        const int sel = (imm >> (2 * blk)) & 3;
+        for (int i = 0; i < 4; i++)
+            r.f[4 * blk + i] = src->f[4 * sel + i];
+    }
+    return r;
+}
+
+/* within each 128-bit block: r[i] = a[block + imm[2i + 1:2i]] */
+static inline qkv_emu_m512 qkv_emu_permute_ps(qkv_emu_m512 a, int imm)
+{
+    qkv_emu_m512 r;
+    for (int i = 0; i < 16; i++)
+        r.f[i] = a.f[(i & ~3) + ((imm >> (2 * (i & 3))) & 3)];
+    return r;
+}
+
+static inline qkv_emu_m512 qkv_emu_permutexvar_ps(qkv_emu_m512i idx, qkv_emu_m512 a)
+{
+    qkv_emu_m512 r;
+    for (int i = 0; i < 16; i++)
+        r.f[i] = a.f[idx.d[i] & 15];
+    return r;
+}
+
+/* e15 first, as _mm512_set_epi32 takes them */
+static inline qkv_emu_m512i qkv_emu_set_epi32(int e15, int e14, int e13, int e12, int e11, int e10, int e9, int e8,
+                                             int e7, int e6, int e5, int e4, int e3, int e2, int e1, int e0)
+{
+    const int e[16] = {e0, e1, e2, e3, e4, e5, e6, e7, e8, e9, e10, e11, e12, e13, e14, e15};
+    qkv_emu_m512i r;
+    for (int i = 0; i < 16; i++)
+        r.d[i] = (uint32_t)e[i];
+    return r;
+}
+
+static inline __m128 qkv_emu_castps512_ps128(qkv_emu_m512 a) { return _mm_loadu_ps(a.f); }
 
 static inline qkv_emu_m512 qkv_emu_setzero_ps(void)
 {
@@ -238,16 +282,6 @@ static inline qkv_emu_m512i qkv_emu_mask_mov_epi32(qkv_emu_m512i src, qkv_emu_mm
         if ((k >> i) & 1)
             src.d[i] = a.d[i];
     return src;
-}
-
-/* only the predicate _CMP_UNORD_Q (either operand NaN) is emulated */
-static inline qkv_emu_mmask16 qkv_emu_cmp_ps_mask(qkv_emu_m512 a, qkv_emu_m512 b, int imm)
-{
-    qkv_emu_mmask16 k = 0;
-    for (int i = 0; i < 16; i++)
-        if (imm == _CMP_UNORD_Q && (isnan(a.f[i]) || isnan(b.f[i])))
-            k |= (qkv_emu_mmask16)(1u << i);
-    return k;
 }
 
 static inline qkv_emu_m512i qkv_emu_castps_si512(qkv_emu_m512 a)
@@ -402,6 +436,13 @@ static inline __m256i qkv_emu_cvtneps_pbh(qkv_emu_m512 a)
 #define _mm512_mask_storeu_ps qkv_emu_mask_storeu_ps
 #define _mm512_castps512_ps256 qkv_emu_castps512_ps256
 #define _mm512_extractf32x8_ps qkv_emu_extractf32x8_ps
+#undef _mm512_shuffle_f32x4
+#define _mm512_shuffle_f32x4 qkv_emu_shuffle_f32x4
+#undef _mm512_permute_ps
+#define _mm512_permute_ps qkv_emu_permute_ps
+#define _mm512_permutexvar_ps qkv_emu_permutexvar_ps
+#define _mm512_set_epi32 qkv_emu_set_epi32
+#define _mm512_castps512_ps128 qkv_emu_castps512_ps128
 #define _mm512_add_epi32 qkv_emu_add_epi32
 #define _mm512_and_si512 qkv_emu_and_si512
 #define _mm512_or_si512 qkv_emu_or_si512
@@ -409,7 +450,6 @@ static inline __m256i qkv_emu_cvtneps_pbh(qkv_emu_m512 a)
 #define _mm512_srli_epi32 qkv_emu_srli_epi32
 #define _mm512_slli_epi32 qkv_emu_slli_epi32
 #define _mm512_mask_mov_epi32 qkv_emu_mask_mov_epi32
-#define _mm512_cmp_ps_mask qkv_emu_cmp_ps_mask
 #define _mm512_castps_si512 qkv_emu_castps_si512
 #define _mm512_castsi512_ps qkv_emu_castsi512_ps
 #define _mm512_castsi512_si256 qkv_emu_castsi512_si256
