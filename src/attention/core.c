@@ -255,9 +255,9 @@ static void widen_rows(const core *c, const tile *tl, int is_v, size_t j, size_t
     const qkv_attention_desc *d = c->d;
     const size_t cols = is_v ? d->d_v : d->d_k;
     const size_t *stride = is_v ? d->v_stride : d->k_stride;
-    const unsigned char *src = kv_row(c, tl, is_v ? c->v : c->k, stride, j);
     const size_t rows = stride[2] == cols ? 1 : n, len = stride[2] == cols ? n * cols : cols;
-    for (size_t r = 0; r < rows; r++, src += stride[2] * c->es) {
+    for (size_t r = 0; r < rows; r++) {
+        const unsigned char *src = kv_row(c, tl, is_v ? c->v : c->k, stride, j + r);
         if (d->kv_dtype == QKV_F32) /* a broadcast or overlapping row: copied */
             memcpy(dst + r * cols, src, len * sizeof(float));
         else /* the table's exact widening (F16C, vcvtph2ps, a shift for BF16, NEON fcvtl) */
