@@ -18,18 +18,12 @@
 #ifndef QKV_KERNELS_CONVERT_F32_H
 #define QKV_KERNELS_CONVERT_F32_H
 
-/* widening streams K/V caches from memory: the source QKV_CVT_PF elements ahead is
-   prefetched (a hint: past the end of src it loads nothing and cannot fault) */
-#define QKV_CVT_PF 4096
-
 #define QKV_CVT_WIDEN(fn, from)                                                              \
     void fn(const uint16_t *src, float *dst, size_t n)                           \
     {                                                                                            \
         assert(n == 0 || (src != NULL && dst != NULL));                                          \
         size_t i = 0;                                                                            \
         for (; i + 4 * VL <= n; i += 4 * VL) {                                                   \
-            __builtin_prefetch(src + i + QKV_CVT_PF);                                            \
-            __builtin_prefetch(src + i + QKV_CVT_PF + 2 * VL);                                   \
             const vf a = from(vh_load(src + i)), b = from(vh_load(src + i + VL));                \
             const vf c = from(vh_load(src + i + 2 * VL)), d = from(vh_load(src + i + 3 * VL));   \
             vf_store(dst + i, a);                                                                \

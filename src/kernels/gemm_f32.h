@@ -295,8 +295,9 @@ static inline __attribute__((always_inline)) vf QKV_FN(gemv_ldb)(const int DT, c
 static inline __attribute__((always_inline)) void QKV_FN(gemv_pf)(const int DT, const void *b, size_t i, size_t ldb,
                                                                   size_t p)
 {
-    if ((p * (DT == GEMV_F32 ? sizeof(float) : sizeof(uint16_t))) % 64 == 0)
-        __builtin_prefetch(QKV_FN(gemv_at)(DT, b, i + (DT == GEMV_F32 ? 1 : 2) * GEMV_PF_ROWS * ldb));
+    const size_t es = DT == GEMV_F32 ? sizeof(float) : sizeof(uint16_t);
+    if ((p * es) % 64 == 0) /* integer arithmetic: the address may lie past B (or wrap) */
+        __builtin_prefetch((const void *)((uintptr_t)b + (i + (DT == GEMV_F32 ? 1 : 2) * GEMV_PF_ROWS * ldb) * es));
 }
 
 /* R rows of x (R <= 4) against JB rows of B (JB <= GEMV_T_JB): R x JB chains, each row of
@@ -429,8 +430,8 @@ static inline __attribute__((always_inline)) void QKV_FN(gemv_ns_rows)(const int
         vf a = vf_load(acc + j);
         GEMM_UNROLL
         for (int r = 0; r < R; r++) {
-            if ((j * sizeof(float)) % 64 == 0)
-                __builtin_prefetch(b + (r + GEMV_NS_PF) * ldb + j);
+            if ((j * sizeof(float)) % 64 == 0) /* integer arithmetic: the row may lie past B */
+                __builtin_prefetch((const void *)((uintptr_t)b + ((r + GEMV_NS_PF) * ldb + j) * sizeof(float)));
             a = vf_fma(xv[r], vf_load(b + r * ldb + j), a);
         }
         vf_store(acc + j, a);
