@@ -62,5 +62,20 @@
 QKV_CVT_WIDEN(QKV_ISA_FN(qkv_cvt_f16_f32), vf_from_f16)
 QKV_CVT_WIDEN(QKV_ISA_FN(qkv_cvt_bf16_f32), vf_from_bf16)
 QKV_CVT_NARROW(QKV_ISA_FN(qkv_cvt_f32_f16), vh_from_f32_f16)
+#ifdef VH_BF16_BLOCK
+/* the vector layer converts VH_BF16_BLOCK floats at a time faster than vector by vector */
+void QKV_ISA_FN(qkv_cvt_f32_bf16)(const float *src, uint16_t *dst, size_t n)
+{
+    assert(n == 0 || (src != NULL && dst != NULL));
+    size_t i = 0;
+    for (; i + VH_BF16_BLOCK <= n; i += VH_BF16_BLOCK)
+        vh_from_f32_bf16_block(src + i, dst + i);
+    for (; i + VL <= n; i += VL)
+        vh_store(dst + i, vh_from_f32_bf16(vf_load(src + i)));
+    if (i < n)
+        vh_store_n(dst + i, n - i, vh_from_f32_bf16(vf_load_n(src + i, n - i, 0.0f)));
+}
+#else
 QKV_CVT_NARROW(QKV_ISA_FN(qkv_cvt_f32_bf16), vh_from_f32_bf16)
+#endif
 #endif

@@ -146,4 +146,37 @@ static inline vh vh_from_f32_bf16(vf v)
     return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
 }
 
+/* vh_from_f32_bf16 on 4 VL floats at once, for the conversion loop (kernels/convert_f32.h,
+   VH_BF16_BLOCK): one unordered compare per vector tells whether the block holds a NaN;
+   without one (the case that matters) the rounding needs no NaN select, and two vectors
+   share one 256-bit pack (in-lane, so a vpermq puts the halves back in order). Same bits
+   as vh_from_f32_bf16 on every input. */
+#define VH_BF16_BLOCK (4 * VL)
+static inline __m256i vh_bf16_rne_finite(__m256i x)
+{
+    const __m256i bit = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+    return _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), bit), 16);
+}
+static inline __m256i vh_bf16_pack2(__m256i lo, __m256i hi)
+{
+    return _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xd8);
+}
+static inline void vh_from_f32_bf16_block(const float *src, uint16_t *dst)
+{
+    const vf a = vf_load(src), b = vf_load(src + VL), c = vf_load(src + 2 * VL), d = vf_load(src + 3 * VL);
+    const __m256 nan = _mm256_or_ps(_mm256_or_ps(_mm256_cmp_ps(a, a, _CMP_UNORD_Q), _mm256_cmp_ps(b, b, _CMP_UNORD_Q)),
+                                    _mm256_or_ps(_mm256_cmp_ps(c, c, _CMP_UNORD_Q), _mm256_cmp_ps(d, d, _CMP_UNORD_Q)));
+    if (__builtin_expect(_mm256_testz_ps(nan, nan), 1)) {
+        const __m256i ra = vh_bf16_rne_finite(_mm256_castps_si256(a)), rb = vh_bf16_rne_finite(_mm256_castps_si256(b));
+        const __m256i rc = vh_bf16_rne_finite(_mm256_castps_si256(c)), rd = vh_bf16_rne_finite(_mm256_castps_si256(d));
+        _mm256_storeu_si256((__m256i *)dst, vh_bf16_pack2(ra, rb));
+        _mm256_storeu_si256((__m256i *)(dst + 2 * VL), vh_bf16_pack2(rc, rd));
+    } else {
+        vh_store(dst, vh_from_f32_bf16(a));
+        vh_store(dst + VL, vh_from_f32_bf16(b));
+        vh_store(dst + 2 * VL, vh_from_f32_bf16(c));
+        vh_store(dst + 3 * VL, vh_from_f32_bf16(d));
+    }
+}
+
 #endif
