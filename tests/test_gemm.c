@@ -262,8 +262,38 @@ static void test_special_values(void)
     }
 }
 
+/* The blocking model (gemm/blocking.h) on cache descriptions of machines of this kind:
+   the values its header documents, and on any L1 the two micropanels fit in W1 - 1 ways */
+static void test_blocking_model(void)
+{
+    const qkv_gemm_blocking fb = {144, 384, 4080, 0};
+    const qkv_cache_level zen3_l1 = {32768, 8, 64}, xeon_l1 = {49152, 12, 64};
+    const qkv_caches zen3 = {zen3_l1, {524288, 8, 64}, {16777216, 16, 64}};
+    const qkv_caches xeon = {xeon_l1, {2097152, 16, 64}, {0, 0, 0}};
+    qkv_gemm_blocking b = qkv_gemm_blocking_derive(6, 16, &zen3, fb);
+    CHECK(b.kc == 320 && b.mc == 306 && b.nc % 16 == 0, "model: 8-way 32 KiB L1, 6x16: KC 320, MC 306");
+    b = qkv_gemm_blocking_derive(6, 16, &xeon, fb);
+    CHECK(b.kc == 512 && b.nc == 4080, "model: 12-way 48 KiB L1, 6x16: KC 512 (the paper's split), no L3: NC kept");
+    b = qkv_gemm_blocking_derive(12, 32, &xeon, fb);
+    CHECK(b.kc == 256, "model: 12-way 48 KiB L1, 12x32: KC 256");
+    const qkv_caches unknown = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+    b = qkv_gemm_blocking_derive(6, 16, &unknown, fb);
+    CHECK(b.mc == fb.mc && b.kc == fb.kc && b.nc == fb.nc, "model: unknown caches keep the fallback");
+    const size_t tiles[][2] = {{4, 4}, {6, 16}, {8, 12}, {12, 32}};
+    for (size_t ways = 2; ways <= 16; ways++)
+        for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++) {
+            const qkv_caches c = {{ways * 4096, ways, 64}, {0, 0, 0}, {0, 0, 0}};
+            const size_t mr = tiles[t][0], nr = tiles[t][1];
+            b = qkv_gemm_blocking_derive(mr, nr, &c, fb);
+            const size_t a_ways = (b.kc * mr * 4 + 4095) / 4096, b_ways = (b.kc * nr * 4 + 4095) / 4096;
+            CHECK(ways < 3 ? b.kc == fb.kc : a_ways + b_ways <= ways - 1 || b.kc == QKV_GEMM_KC_MIN,
+                  "model: the A and B micropanels of KC fit in W1 - 1 ways");
+        }
+}
+
 int main(void)
 {
+    test_blocking_model();
     qkv_isa isas[QKV_ISA_COUNT];
     const int n_isa = isa_list(isas);
     for (int i = 0; i < n_isa; i++) {

@@ -34,10 +34,15 @@ qkv_gemm_blocking qkv_gemm_blocking_derive(size_t mr, size_t nr, const qkv_cache
     qkv_gemm_blocking b = fallback;
     b.l2_way = way_bytes(&caches->l2);
     const size_t w1 = way_bytes(&caches->l1d), w2 = way_bytes(&caches->l2), w3 = way_bytes(&caches->l3);
-    if (w1 != 0) {
-        size_t ca = (caches->l1d.ways - 1) * mr / (mr + nr); /* ways of L1 for the A micropanels */
-        ca = ca < 1 ? 1 : ca;
-        b.kc = clamp(ca * w1 / (mr * s) / 8 * 8, QKV_GEMM_KC_MIN, QKV_GEMM_KC_MAX);
+    if (w1 != 0 && caches->l1d.ways >= 3) {
+        /* ca ways of L1 for the A micropanels, the other W1 - 1 - ca for the B micropanel:
+           the whole number of ways that lets KC be largest with both fitting */
+        size_t best = 0;
+        for (size_t ca = 1; ca + 2 <= caches->l1d.ways; ca++) {
+            const size_t kc_a = ca * w1 / (mr * s), kc_b = (caches->l1d.ways - 1 - ca) * w1 / (nr * s);
+            best = qkv_max_size(best, kc_a < kc_b ? kc_a : kc_b);
+        }
+        b.kc = clamp(best / 8 * 8, QKV_GEMM_KC_MIN, QKV_GEMM_KC_MAX);
     }
     if (w2 != 0) {
         const size_t taken = 1 + ways_of(b.kc * nr * s, w2); /* C, and the B micropanel */
