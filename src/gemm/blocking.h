@@ -46,8 +46,9 @@ enum {
          where that floor is exact the two agree (12-way 48 KiB L1: AVX-512 12 x 32 KC 256,
          AVX2 6 x 16 KC 512), but with few ways it throws away most of L1: an 8-way 32 KiB
          L1 (AMD Zen 3) gives the AVX2 6 x 16 tile C_A = 1, KC 168 (B micropanel 11 KiB), where
-         C_A = 2 gives KC 320 (20 KiB). Measured there: 4096 x 64 x 4096 55.6 ms at KC 168,
-         44-46 ms at KC 320-384; 1000^3 41.3 -> 34 ms.
+         C_A = 2 gives KC 320 (20 KiB). Measured there, MC 36, medians of 9 interleaved
+         processes, KC 168 -> 320: 4096 x 64 x 4096 49.7 -> 42.6 ms, 1024^3 36.8 -> 35.2,
+         1000^3 33.7 -> 32.2 (MC 72: 48.1 -> 43.4, 36.2 -> 35.6, 32.2 -> 29.8).
      MC: the MC x KC block of A stays in L2 next to one KC x NR micropanel of B and C:
          C_A = W2 - 1 - ceil(KC NR 4 / (L2 / W2)) ways, MC = C_A (L2 / W2) / (KC 4),
          rounded down to a multiple of MR.
