@@ -75,8 +75,15 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MR
     GEMM_UNROLL
     for (int i = 0; i < MRT; i++) {
         __builtin_prefetch(c + (size_t)i * ldc, 1);
-        if (!EDGE)
+        if (!EDGE) {
             __builtin_prefetch(c + (size_t)i * ldc + GEMM_NR - 1, 1);
+            /* the tile below, which the driver's ir loop computes next: with a short k the
+               k loop alone does not cover a miss on C, and the rows of C, a stride apart,
+               are not a stream the hardware prefetcher follows (a hint: computed in
+               integers, it may point past C) */
+            __builtin_prefetch((const void *)((uintptr_t)c + (size_t)(MRT + i) * ldc * sizeof(float)), 1);
+            __builtin_prefetch((const void *)((uintptr_t)c + ((size_t)(MRT + i) * ldc + GEMM_NR - 1) * sizeof(float)), 1);
+        }
         GEMM_UNROLL
         for (int v = 0; v < GEMM_NV; v++)
             acc[i][v] = vf_zero();
