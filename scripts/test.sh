@@ -223,7 +223,7 @@ grep -h "tar.gz\| bytes " "$pkgdir/package.log" || true
 # class is the architecture and the best ISA libqkv detects (asked of the native test
 # build): bench/baseline/quick-<uname -m>-<isa>.json; without one the check is skipped
 # (README: how to record one). Then tests/test_bench_ab.sh: scripts/bench_ab.sh must catch
-# a synthetic 1.5x slowdown and pass identical revisions (about 3 minutes; needs a git
+# a synthetic 2x slowdown and pass identical revisions (about 3 minutes; needs a git
 # checkout). QKV_TEST_BENCH=0 skips both, QKV_TEST_BENCH_AB=0 the second.
 bench_isa=$(python3 -c 'import ctypes, sys
 lib = ctypes.CDLL(sys.argv[1]); lib.qkv_isa_name.restype = ctypes.c_char_p

@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # Test of scripts/bench_ab.sh on a synthetic slowdown (one command, a few minutes):
 #   1. a temporary commit on top of HEAD (made in a throwaway worktree, no branch) whose
-#      qkv_exp runs its kernel once more over the first half of the input: the exp/<isa>/N
-#      rows about 1.5x slower and nothing else (softmax and the drivers call the kernel
-#      table, not qkv_exp);
+#      qkv_exp runs its kernel twice over the whole input: the exp/<isa>/N rows about 2x
+#      slower and nothing else (softmax and the drivers call the kernel table, not qkv_exp);
 #   2. bench_ab.sh HEAD <that commit> must fail and name exp/<isa>/4096, and no dot row;
 #   3. bench_ab.sh HEAD HEAD (identical revisions) must pass.
 # A narrow filter (dot and exp at 4096, every ISA and peer) and 6 alternated rounds of 5
-# repetitions keep it short and keep identical revisions from flaking on a busy machine.
+# repetitions keep it short. The verdicts are taken at a 30% threshold, not the tool's 10%
+# default: the slowed revision is another binary, and a change in one function moves the
+# code of the others, which alone has moved an untouched row by 10% with p < 1e-5 (dot/scalar
+# on an AMD EPYC, a CI run), and a shared machine moves whole processes by as much; +100%
+# clears 30% by far, and the checks still fail if a slowdown goes unseen or unnamed, or if
+# a row that was not slowed is named.
 # Exits non-zero on any failed check; the last line says how many checks passed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 filter='^(dot|exp)/[^/]+/4096$'
-ab_args=(--filter "$filter" --rounds 6 --repetitions 5 --min-time 0.05)
+ab_args=(--filter "$filter" --rounds 6 --repetitions 5 --min-time 0.05 --threshold 0.30)
 passed=0
 failed=0
 check() { # check WHAT CONDITION-STATUS
@@ -35,22 +39,22 @@ trap cleanup EXIT
 mkdir -p "$root/build-ab"
 git worktree remove --force "$tmp" >/dev/null 2>&1 || rm -rf "$tmp"
 git worktree add --force --detach "$tmp" HEAD >/dev/null
-sed -i 's|^    qkv_kernels_active()->exp(x, y, n);$|    qkv_kernels_active()->exp(x, y, n / 2); /* test_bench_ab: 1.5x slower on purpose */\n&|' \
+sed -i 's|^    qkv_kernels_active()->exp(x, y, n);$|    qkv_kernels_active()->exp(x, y, n); /* test_bench_ab: 2x slower on purpose */\n&|' \
     "$tmp/src/dispatch.c"
-if ! grep -q "test_bench_ab: 1.5x slower" "$tmp/src/dispatch.c"; then
+if ! grep -q "test_bench_ab: 2x slower" "$tmp/src/dispatch.c"; then
     echo "test_bench_ab: could not find qkv_exp's kernel call in src/dispatch.c to slow it down" >&2
     exit 1
 fi
 git -C "$tmp" -c user.name=test_bench_ab -c user.email=test_bench_ab@localhost \
-    commit -q -am "test_bench_ab: qkv_exp 1.5x slower (throwaway)"
+    commit -q -am "test_bench_ab: qkv_exp 2x slower (throwaway)"
 slow=$(git -C "$tmp" rev-parse HEAD)
-echo "== slowed revision ${slow:0:12} (qkv_exp computes the first half twice)"
+echo "== slowed revision ${slow:0:12} (qkv_exp computes everything twice)"
 
 # 2. HEAD against the slowed revision: must fail, naming exp and no dot row
 status=0
 scripts/bench_ab.sh HEAD "$slow" "${ab_args[@]}" | tee "$root/build-ab/test-slow.log" || status=$?
 verdict=$(grep '^bench_ab: ' "$root/build-ab/test-slow.log" || true)
-check "a 1.5x slower qkv_exp fails (exit 1)" "$([ "$status" = 1 ] && echo 0 || echo 1)"
+check "a 2x slower qkv_exp fails (exit 1)" "$([ "$status" = 1 ] && echo 0 || echo 1)"
 check "... and the verdict names exp/<isa>/4096" "$(echo "$verdict" | grep -qE 'FAIL: .*exp/(avx2|avx512|neon|scalar)/4096' && echo 0 || echo 1)"
 check "... and no dot row or peer" "$(echo "$verdict" | grep -qE 'dot/|sleef|openblas' && echo 1 || echo 0)"
 
