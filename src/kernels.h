@@ -113,6 +113,8 @@ typedef struct qkv_gemm_kernels {
     qkv_gemv_t_multi_h_fn gemv_t_multi_h[2]; /* [0] F16, [1] BF16 */
     qkv_gemv_n_multi_h_fn gemv_n_multi_h[2];
     size_t mr, nr;     /* register tile */
+    size_t pack_a_panels; /* the GEMM driver packs A and keeps it outside the jr loop from this
+                             many NR-wide B panels on (0: never; gemm/driver.c) */
     size_t vl;         /* float lanes of a vector (attn_update takes columns in multiples of it) */
     size_t mc, kc, nc; /* cache blocking when the caches cannot be read */
 } qkv_gemm_kernels;

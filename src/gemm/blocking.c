@@ -8,6 +8,11 @@ static size_t qkv_max_size(size_t a, size_t b)
     return a > b ? a : b;
 }
 
+static size_t qkv_min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
 static size_t clamp(size_t x, size_t lo, size_t hi)
 {
     return x < lo ? lo : x > hi ? hi : x;
@@ -43,6 +48,12 @@ qkv_gemm_blocking qkv_gemm_blocking_derive(size_t mr, size_t nr, const qkv_cache
             best = qkv_max_size(best, kc_a < kc_b ? kc_a : kc_b);
         }
         b.kc = clamp(best / 8 * 8, QKV_GEMM_KC_MIN, QKV_GEMM_KC_MAX);
+    }
+    if (w2 != 0 && caches->l2.ways >= 4) {
+        /* half the ways, less C and one A micropanel if those take more */
+        const size_t cb = qkv_max_size(1, qkv_min_size(caches->l2.ways / 2,
+                                                       caches->l2.ways - 1 - ways_of(b.kc * mr * s, w2)));
+        b.nc_l2 = clamp(cb * w2 / (b.kc * s) / nr * nr, nr, QKV_GEMM_NC_DERIVED_MAX / nr * nr);
     }
     if (w2 != 0) {
         const size_t taken = 1 + ways_of(b.kc * nr * s, w2); /* C, and the B micropanel */
@@ -104,6 +115,7 @@ int qkv_gemm_blocking_parse(const char *text, size_t mr, size_t nr, qkv_gemm_blo
     qkv_gemm_blocking b;
     const char *p = text;
     b.l2_way = 0; /* used as given: no in-place adjustment of MC */
+    b.nc_l2 = 0;  /* the same NC for both loop orders */
     if (p == NULL || !parse_size(&p, &b.mc) || *p++ != ',' || !parse_size(&p, &b.kc) || *p++ != ',' ||
         !parse_size(&p, &b.nc) || *p != '\0')
         return 0;

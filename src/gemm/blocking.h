@@ -20,6 +20,8 @@ typedef struct qkv_caches {
 typedef struct qkv_gemm_blocking {
     size_t mc, kc, nc;
     size_t l2_way; /* bytes of one L2 way (sets x line), 0 if unknown: qkv_gemm_mc_in_place() */
+    size_t nc_l2;  /* NC of the packed-A order, where the block of B is the one that stays in L2
+                      (gemm/driver.c); 0: use nc */
 } qkv_gemm_blocking;
 
 /* sane ranges of every blocking, derived or from QKV_GEMM_BLOCKING (beyond them the
@@ -55,6 +57,14 @@ enum {
      NC: the KC x NC block of B stays in this core's share of L3 next to the block of A:
          C_B = W3 - 1 - ceil(MC KC 4 / (L3 / W3)) ways, NC = C_B (L3 / W3) / (KC 4),
          rounded down to a multiple of NR, at most QKV_GEMM_NC_DERIVED_MAX.
+     NC_L2, the loop order that packs A and keeps the KC x NC block of B in L2 (the roles of
+         the model's MC block and B micropanel mirrored: one MR x KC micropanel of A stays
+         in L1 while the B micropanels stream from L2): half of the L2 ways, at most
+         C_B = W2 - 1 - ceil(KC MR 4 / (L2 / W2)), NC_L2 = C_B (L2 / W2) / (KC 4) rounded
+         down to a multiple of NR. The half, not the model's C_B: on an AVX-512 Xeon (2 MiB
+         16-way L2, KC 256, model C_B 14 ways = NC 1792) 2048^3 ran at 0.81x of oneDNN with
+         NC 2048, 0.94x with 1024 and 0.91x with 512 (interleaved runs, medians); the L2
+         also holds the C tiles and what the prefetchers bring ahead.
    Every value is clamped to the ranges above; a level that is unknown (size 0) keeps the
    fallback's value for what it sets (fallback: the ISA's constants in kernels/<isa>.c). */
 qkv_gemm_blocking qkv_gemm_blocking_derive(size_t mr, size_t nr, const qkv_caches *caches,
@@ -75,7 +85,8 @@ size_t qkv_gemm_mc_in_place(const qkv_gemm_blocking *b, size_t mr, size_t lda, s
 /* QKV_GEMM_BLOCKING="mc,kc,nc" (tuning only): 1 and *out when the text is three decimal
    numbers with MC a multiple of MR in [MR, QKV_GEMM_MC_MAX], KC in [QKV_GEMM_KC_MIN,
    QKV_GEMM_KC_MAX], NC a multiple of NR in [NR, QKV_GEMM_NC_MAX]; else 0 and *out unchanged.
-   Its MC is used as given for every A (l2_way = 0: no in-place adjustment). */
+   Its MC is used as given for every A (l2_way = 0: no in-place adjustment), its NC for both
+   loop orders (nc_l2 = nc). */
 int qkv_gemm_blocking_parse(const char *text, size_t mr, size_t nr, qkv_gemm_blocking *out);
 
 #endif

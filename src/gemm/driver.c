@@ -87,11 +87,22 @@ static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
 /* ---- the plan: work items by shape only ------------------------------------------ *
  * Blocked path: for each jc block of NC columns and each pc block of KC depth, the kc x nc
  * block of op(B) is packed once into shared micropanels (items: groups of B_PANELS NR-wide
- * panels), then the items of the block are (ic block of MC rows) x (a chunk of its nc
- * columns, a multiple of NR): each multiplies its rows of A (packed per item when A is
- * transposed, else read in place) by its columns of packed B into C. k is never split, and
- * every C element sees the same microkernel calls in the same pc order whatever task runs
- * its item, so the result does not depend on the thread count.
+ * panels), then the items of the block compute C in one of two orders:
+ *   packed A, where the table asks for it (g->pack_a_panels B panels or more per row
+ *     panel of A, n >= pack_a_panels NR, or A transposed; the AVX-512 table): an item is an
+ *     ic block of MC rows and all nc columns. It packs its rows of A and runs ir outside
+ *     jr: one MR x KC micropanel of A stays in L1 while the B micropanels stream from L2,
+ *     where the block of B stays (its NC is nc_l2, from L2: gemm/blocking.h), and
+ *     consecutive tiles of C share their rows (12 rows of a wide C are 12 pages: the
+ *     jr-outer order walks 12 new pages per tile down an MC block, past what the DTLB
+ *     holds). MC gives ITEMS_WANTED items (never above the model's): with few rows per
+ *     block, the rows of C an item writes stay in the DTLB.
+ *   otherwise: items are (ic block of MC rows) x (a chunk of the nc columns, a multiple of
+ *     NR), jr outside ir: the B micropanel stays in L1 over the ir loop. A row-major A is
+ *     read in place (O = P V with d = 64: packing A would cost as much as the product
+ *     saves), a transposed one packed per item.
+ * k is never split, and every C element sees the same microkernel calls in the same pc
+ * order whatever task runs its item, so the result does not depend on the thread count.
  * m == 1 path: items are GEMV_ITEMS chunks of the output columns (at least GEMV_COLS and a
  * multiple of 128, the column block that the gemv kernels'
  * arithmetic may depend on (kernels.h), so chunking never changes a result.
@@ -113,21 +124,37 @@ typedef struct gemm_plan {
     size_t col_chunk; /* columns of a compute item inside an nc block */
     size_t n_jr;      /* column chunks per nc block */
     size_t n_ic;      /* row blocks */
+    int pack_a;       /* the packed-A order (see above): A packed per item, ir outside jr */
     int parallel;     /* 0: below the size where threads pay */
 } gemm_plan;
+
+/* the blocked path takes the packed-A order: a function of the table and the shape only */
+static int packs_a(const qkv_gemm_kernels *g, qkv_trans ta, size_t n)
+{
+    return g->pack_a_panels != 0 && (ta == QKV_TRANS || n >= g->pack_a_panels * g->nr);
+}
 
 static gemm_plan make_plan(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, size_t m, size_t n, size_t k)
 {
     gemm_plan p;
-    p.b = plan_in_place(g, ta, lda, m, n, k);
+    p.pack_a = packs_a(g, ta, n);
+    if (p.pack_a) {
+        const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
+        p.b = plan(g, m, n, k);
+        if (cb.nc_l2 != 0)
+            p.b.nc = qkv_min(p.b.nc, cb.nc_l2);
+        p.b.mc = qkv_min(p.b.mc, qkv_round_up((m + ITEMS_WANTED - 1) / ITEMS_WANTED, g->mr));
+    } else {
+        p.b = plan_in_place(g, ta, lda, m, n, k);
+    }
     p.n_ic = (m + p.b.mc - 1) / p.b.mc;
     /* equal row blocks (256 rows with MC 216: 132 + 124, not 216 + 40), so that the items
        of a block weigh the same */
     p.b.mc = qkv_round_up((m + p.n_ic - 1) / p.n_ic, g->mr);
     p.n_ic = (m + p.b.mc - 1) / p.b.mc;
     /* split the columns only as far as needed for ITEMS_WANTED items, and never into
-       chunks narrower than COL_CHUNK_MIN */
-    size_t n_jr = p.n_ic >= ITEMS_WANTED ? 1 : (ITEMS_WANTED + p.n_ic - 1) / p.n_ic;
+       chunks narrower than COL_CHUNK_MIN; the packed-A order keeps whole blocks */
+    size_t n_jr = p.n_ic >= ITEMS_WANTED || p.pack_a ? 1 : (ITEMS_WANTED + p.n_ic - 1) / p.n_ic;
     n_jr = qkv_min(n_jr, qkv_max(1, p.b.nc / COL_CHUNK_MIN));
     p.col_chunk = qkv_round_up((p.b.nc + n_jr - 1) / n_jr, g->nr);
     p.n_jr = (p.b.nc + p.col_chunk - 1) / p.col_chunk;
@@ -153,8 +180,8 @@ static size_t max_items(const qkv_gemm_kernels *g, const gemm_plan *p, size_t m,
 /* The workspace of one call with the kernels g and n_slots task slots, in arena order:
    the gathered x of the m == 1 path (shared), or the packed B block (shared) and per slot
    the packed A block (or edge panel) and the scratch tile of the blocked path. A row-major
-   A is read in place, so only a partial last row panel of it is packed (MR x kc); a
-   transposed A is packed whole (mc x kc). */
+   A is read in place, so only a partial last row panel of it is packed (MR x kc); in the
+   packed-A order A is packed whole (mc x kc). */
 typedef struct gemm_ws {
     float *x, *bp;
     float *slots;            /* slot t at slots + t * slot_len: its A block, then its tile */
@@ -173,7 +200,7 @@ static void layout(qkv_arena *ar, const qkv_gemm_kernels *g, qkv_trans ta, qkv_t
     const blocking b = plan(g, m, n, k);
     w->bp = qkv_arena_floats(ar, b.kc * b.nc);
     /* both parts of a slot 64-byte aligned: lengths rounded up to 16 floats */
-    w->tile_off = qkv_round_up((ta == QKV_TRANS ? b.mc : g->mr) * b.kc, 16);
+    w->tile_off = qkv_round_up((ta == QKV_TRANS || packs_a(g, ta, n) ? b.mc : g->mr) * b.kc, 16);
     w->slot_len = w->tile_off + qkv_round_up(g->mr * g->nr, 16);
     w->slots = qkv_arena_array(ar, w->slot_len, n_slots);
 }
@@ -215,27 +242,38 @@ typedef struct a_block {
     size_t rs, cs, step, n_full;
 } a_block;
 
-/* mc x nc block of C = alpha * A (mc x kc) * packed B (kc x nc) + beta * C */
-static void macro_kernel(const qkv_gemm_kernels *g, size_t mc, size_t nc, size_t kc, float alpha, const a_block *A,
-                         const float *bp, float beta, float *c, size_t ldc, float *tile)
+/* tile (ir, jr) of a macro-kernel: C(ir.., jr..) = alpha * A panel ir * B panel jr + beta C */
+static inline void macro_tile(const qkv_gemm_kernels *g, size_t mc, size_t nc, size_t kc, float alpha,
+                              const a_block *A, const float *bp, float beta, float *c, size_t ldc, float *tile,
+                              size_t ir, size_t jr)
 {
-    const size_t MR = g->mr, NR = g->nr;
-    for (size_t jr = 0; jr < nc; jr += NR) {
-        const size_t nr = qkv_min(NR, nc - jr);
-        const float *b_panel = bp + jr * kc; /* stays in L1 across the ir loop */
-        for (size_t ir = 0; ir < mc; ir += MR) {
-            const size_t mr = qkv_min(MR, mc - ir);
-            const int full = ir < A->n_full;
-            const float *a_panel = full ? A->a + ir * A->step : A->edge;
-            const size_t rs = full ? A->rs : 1, cs = full ? A->cs : MR;
-            float *cij = c + ir * ldc + jr;
-            if (mr == MR && nr == NR) {
-                g->ukernel(kc, a_panel, rs, cs, b_panel, cij, ldc, alpha, beta);
-            } else {
-                g->ukernel(kc, a_panel, rs, cs, b_panel, tile, NR, alpha, 0.0f);
-                merge_tile(mr, nr, tile, NR, beta, cij, ldc);
-            }
-        }
+    const size_t MR = g->mr, NR = g->nr, mr = qkv_min(MR, mc - ir), nr = qkv_min(NR, nc - jr);
+    const int full = ir < A->n_full;
+    const float *a_panel = full ? A->a + ir * A->step : A->edge, *b_panel = bp + jr * kc;
+    const size_t rs = full ? A->rs : 1, cs = full ? A->cs : MR;
+    float *cij = c + ir * ldc + jr;
+    if (mr == MR && nr == NR) {
+        g->ukernel(kc, a_panel, rs, cs, b_panel, cij, ldc, alpha, beta);
+    } else {
+        g->ukernel(kc, a_panel, rs, cs, b_panel, tile, NR, alpha, 0.0f);
+        merge_tile(mr, nr, tile, NR, beta, cij, ldc);
+    }
+}
+
+/* mc x nc block of C = alpha * A (mc x kc) * packed B (kc x nc) + beta * C, in the order of
+   the plan: a_outer (packed A) keeps an A micropanel in L1 over the jr loop, else a B
+   micropanel stays in L1 over the ir loop. Either way each tile is the same ukernel call. */
+static void macro_kernel(const qkv_gemm_kernels *g, int a_outer, size_t mc, size_t nc, size_t kc, float alpha,
+                         const a_block *A, const float *bp, float beta, float *c, size_t ldc, float *tile)
+{
+    if (a_outer) {
+        for (size_t ir = 0; ir < mc; ir += g->mr)
+            for (size_t jr = 0; jr < nc; jr += g->nr)
+                macro_tile(g, mc, nc, kc, alpha, A, bp, beta, c, ldc, tile, ir, jr);
+    } else {
+        for (size_t jr = 0; jr < nc; jr += g->nr)
+            for (size_t ir = 0; ir < mc; ir += g->mr)
+                macro_tile(g, mc, nc, kc, alpha, A, bp, beta, c, ldc, tile, ir, jr);
     }
 }
 
@@ -275,15 +313,16 @@ static void compute_item(void *ctx, size_t item, size_t slot)
         return; /* the last nc block may be narrower: fewer chunks */
     const size_t mc = qkv_min(cl->p.b.mc, cl->m - ic), cols = qkv_min(cl->p.col_chunk, cl->nc - j0);
     float *ap = cl->w.slots + slot * cl->w.slot_len, *tile = ap + cl->w.tile_off;
-    /* A row-major A (QKV_NOTRANS) is read in place: per k step the microkernel broadcasts
-       one float from each of MR rows, which walk forward together, so a row panel costs
-       MR streams of L1 lines, the same lines packing would have read, without the copy.
-       Only a partial last row panel is packed, to zero-pad it. A transposed A would put
-       each k step on its own cache line: that one is packed. */
+    /* In the packed-A order the item packs its rows of A (a transposed A would put each k
+       step on its own cache line; a row-major one is packed where it meets enough B
+       panels to pay). Otherwise a row-major A is read in place: per k step the microkernel
+       broadcasts one float from each of MR rows, which walk forward together, so a row
+       panel costs MR streams of L1 lines, the same lines packing would have read, without
+       the copy; only a partial last row panel is packed, to zero-pad it. */
     const size_t a_rs = cl->ta == QKV_TRANS ? 1 : cl->lda, a_cs = cl->ta == QKV_TRANS ? cl->lda : 1;
     const float *a_ic = cl->a + ic * a_rs + cl->pc * a_cs; /* op(A)(ic, pc) */
     a_block A;
-    if (cl->ta == QKV_TRANS) {
+    if (cl->ta == QKV_TRANS || cl->p.pack_a) {
         qkv_gemm_pack_a(cl->ta, mc, cl->kc, a_ic, cl->lda, MR, ap);
         A = (a_block){ap, ap, 1, MR, cl->kc, mc};
     } else {
@@ -293,7 +332,7 @@ static void compute_item(void *ctx, size_t item, size_t slot)
         A = (a_block){a_ic, ap, a_rs, a_cs, a_rs, n_full};
     }
     const float beta = cl->pc == 0 ? cl->beta : 1.0f; /* later k blocks accumulate */
-    macro_kernel(cl->g, mc, cols, cl->kc, cl->alpha, &A, cl->w.bp + j0 * cl->kc, beta,
+    macro_kernel(cl->g, cl->p.pack_a, mc, cols, cl->kc, cl->alpha, &A, cl->w.bp + j0 * cl->kc, beta,
                  cl->c + ic * cl->ldc + cl->jc + j0, cl->ldc, tile);
 }
 

@@ -60,9 +60,19 @@ void qkv_gemm_pack_a(qkv_trans ta, size_t mc, size_t kc, const float *a, size_t 
         const float *src = a + i0 * rs;
         if (rows < mr) /* one memset for the padding, not one per k step */
             memset(dst, 0, mr * kc * sizeof(float));
+        size_t i = 0;
+        if (ta == QKV_NOTRANS) /* row i of the panel is contiguous in A: 4 x 4 blocks */
+            for (; i + 4 <= rows; i += 4) {
+                size_t p = 0;
+                for (; p + 4 <= kc; p += 4)
+                    transpose4x4(src + i * lda + p, lda, dst + p * mr + i, mr);
+                for (; p < kc; p++)
+                    for (size_t q = 0; q < 4; q++)
+                        dst[p * mr + i + q] = src[(i + q) * lda + p];
+            }
         for (size_t p = 0; p < kc; p++)
-            for (size_t i = 0; i < rows; i++)
-                dst[p * mr + i] = src[i * rs + p * cs];
+            for (size_t r = i; r < rows; r++)
+                dst[p * mr + r] = src[r * rs + p * cs];
     }
 }
 

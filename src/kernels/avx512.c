@@ -21,6 +21,14 @@
 #define GEMM_MC 240
 #define GEMM_KC 256
 #define GEMM_NC 3072
+/* the GEMM driver packs A from 16 B panels (n >= 512) on and keeps its micropanel in L1 over
+   the jr loop (gemm/driver.c). Against reading A in place with the B micropanel in L1,
+   medians of 15 interleaved calls in one process on an AVX-512 Xeon: 512^3 1.02x,
+   1024^3 1.05x, 2048^3 1.04x, 1000^3 1.13x, 1024 x 1024 x 64 NT 1.26x, 4096 x 4096 x 64 NT
+   1.37x, A^T 1024^3 1.38x; at 256^3 (8 panels) packing A cost more than it saved, 0.92x.
+   The AVX2 6 x 16 tile there: 0.96-1.0x on the squares and 1024 x 1024 x 64, 1.25x on
+   4096 x 4096 x 64; it keeps A in place. */
+#define GEMM_PACK_A_PANELS 16
 /* gemv_t_multi 4 x 4 chains + 4 B + 1 x = 21 ZMM; gemv_n_multi 16 chains + 4 broadcasts + 1 B = 21 */
 #define GEMV_T_JB 4
 #define GEMV_N_ACC 16

@@ -5,6 +5,8 @@
  *   GEMM_MR        rows of the C tile: one broadcast of A per row and k step
  *   GEMM_NV        vectors per tile row, so NR = GEMM_NV * VL
  *   GEMM_MC, GEMM_KC, GEMM_NC   cache blocking (MC % MR == 0, NC % NR == 0)
+ *   GEMM_PACK_A_PANELS  optional: the driver's packed-A order from this many B panels on
+ *                  (kernels.h, gemm/driver.c); 0 (the default) keeps A in place
  * and gets the constant qkv_gemm_f32_<isa> that the ISA's table points at.
  *
  * Microkernel: a rank-1 update per k step. Load the NV vectors of one B micropanel row,
@@ -24,6 +26,9 @@
 /* gemv_t_multi: rows of B per block (R x GEMV_T_JB accumulators, R <= 4 rows of x);
    gemv_n_multi: accumulators per pass over B (>= 8, the chains of one row). Set by the ISA
    file to what its register file holds. */
+#ifndef GEMM_PACK_A_PANELS
+#define GEMM_PACK_A_PANELS 0
+#endif
 #ifndef GEMV_T_JB
 #define GEMV_T_JB 2
 #endif
@@ -634,7 +639,8 @@ static void QKV_FN(gemv_n_multi_bf16)(size_t r, size_t n, size_t k, const float 
 const qkv_gemm_kernels QKV_FN(qkv_gemm) = {
     QKV_FN(gemm_ukernel), QKV_FN(gemm_ukernel_sup), QKV_FN(gemv_t), QKV_FN(gemv_n), QKV_FN(gemv_ns), QKV_FN(gemv_t_multi),
     QKV_FN(gemv_n_multi), {QKV_FN(gemv_t_multi_f16), QKV_FN(gemv_t_multi_bf16)},
-    {QKV_FN(gemv_n_multi_f16), QKV_FN(gemv_n_multi_bf16)}, GEMM_MR, GEMM_NR, VL, GEMM_MC, GEMM_KC, GEMM_NC,
+    {QKV_FN(gemv_n_multi_f16), QKV_FN(gemv_n_multi_bf16)}, GEMM_MR, GEMM_NR, GEMM_PACK_A_PANELS, VL, GEMM_MC, GEMM_KC,
+    GEMM_NC,
 };
 
 _Static_assert(GEMM_MC % GEMM_MR == 0 && GEMM_NC % GEMM_NR == 0, "blocking must hold whole micropanels");
