@@ -198,7 +198,8 @@ static void test_sweep(const qkv_kernels *k, uint32_t stride)
     free(x);
 }
 
-/* lengths 0..2*16+1 with the arrays off elements away from a guard page after (off = 0:
+/* lengths 0..4*16+17 (every path of a kernel that takes 4 vectors, 2, then 1, then a masked
+   tail, such as the AVX512_BF16 one) with the arrays off elements away from a guard page after (off = 0:
    the last element touches it) or before them (off = 0: the first does), off 0..31: every
    start alignment of both element sizes within a 64-byte line. The canary check covers
    every byte of the mapping outside the n elements. */
@@ -210,7 +211,7 @@ static void shrink_to(guarded *g, void *p, size_t bytes)
 
 static void test_tails(const qkv_kernels *k)
 {
-    for (size_t n = 0; n <= 2 * 16 + 1; n++)
+    for (size_t n = 0; n <= 4 * 16 + 17; n++)
         for (int where = GUARD_AFTER; where <= GUARD_BEFORE; where++)
             for (size_t off = 0; off < 32; off++) {
                 guarded gf, gh, gw;

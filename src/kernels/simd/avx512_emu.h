@@ -34,6 +34,7 @@ typedef uint32_t qkv_emu_mmask32;
 #define __mmask16 qkv_emu_mmask16
 #define __m512i qkv_emu_m512i
 #define __mmask32 qkv_emu_mmask32
+#define __m512bh qkv_emu_m512i /* 32 bfloat16: the result of vcvtne2ps2bf16 */
 
 #define QKV_EMU_MAP1(name, expr)                                                                 \
     static inline qkv_emu_m512 qkv_emu_##name(qkv_emu_m512 a)                                     \
@@ -412,6 +413,16 @@ static inline __m256i qkv_emu_cvtneps_pbh(qkv_emu_m512 a)
     }
     return _mm256_loadu_si256((const __m256i *)w);
 }
+/* vcvtne2ps2bf16: 32 bfloat16, words 0..15 from b and 16..31 from a, each as
+   vcvtneps2bf16 rounds it */
+static inline qkv_emu_m512i qkv_emu_cvtne2ps_pbh(qkv_emu_m512 a, qkv_emu_m512 b)
+{
+    qkv_emu_m512i r;
+    const __m256i lo = qkv_emu_cvtneps_pbh(b), hi = qkv_emu_cvtneps_pbh(a);
+    memcpy(r.w, &lo, sizeof lo);
+    memcpy(r.w + 16, &hi, sizeof hi);
+    return r;
+}
 
 #define _mm512_add_ps qkv_emu_add_ps
 #define _mm512_sub_ps qkv_emu_sub_ps
@@ -461,5 +472,6 @@ static inline __m256i qkv_emu_cvtneps_pbh(qkv_emu_m512 a)
 #define _mm512_cvtph_ps qkv_emu_cvtph_ps
 #define _mm512_cvtps_ph qkv_emu_cvtps_ph
 #define _mm512_cvtneps_pbh qkv_emu_cvtneps_pbh
+#define _mm512_cvtne2ps_pbh qkv_emu_cvtne2ps_pbh
 
 #endif
