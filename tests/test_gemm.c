@@ -278,10 +278,11 @@ static void test_blocking_model(void)
     const qkv_caches xeon = {xeon_l1, {2097152, 16, 64}, {0, 0, 0}};
     qkv_gemm_blocking b = qkv_gemm_blocking_derive(6, 16, &zen3, fb);
     CHECK(b.kc == 320 && b.mc == 306 && b.nc % 16 == 0, "model: 8-way 32 KiB L1, 6x16: KC 320, MC 306");
+    CHECK(b.nc_l2 == 192, "model: 8-way 512 KiB L2, 6x16, KC 320: NC of the packed-A order 192 (half the ways)");
     b = qkv_gemm_blocking_derive(6, 16, &xeon, fb);
     CHECK(b.kc == 512 && b.nc == 4080, "model: 12-way 48 KiB L1, 6x16: KC 512 (the paper's split), no L3: NC kept");
     b = qkv_gemm_blocking_derive(12, 32, &xeon, fb);
-    CHECK(b.kc == 256, "model: 12-way 48 KiB L1, 12x32: KC 256");
+    CHECK(b.kc == 256 && b.nc_l2 == 1024, "model: 12-way 48 KiB L1, 12x32: KC 256; 16-way 2 MiB L2: NC_L2 1024");
     const qkv_caches unknown = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
     b = qkv_gemm_blocking_derive(6, 16, &unknown, fb);
     CHECK(b.mc == fb.mc && b.kc == fb.kc && b.nc == fb.nc, "model: unknown caches keep the fallback");

@@ -22,13 +22,13 @@
 #include <assert.h>
 
 #define GEMM_NR (GEMM_NV * VL)
+#ifndef GEMM_PACK_A_PANELS
+#define GEMM_PACK_A_PANELS 0
+#endif
 
 /* gemv_t_multi: rows of B per block (R x GEMV_T_JB accumulators, R <= 4 rows of x);
    gemv_n_multi: accumulators per pass over B (>= 8, the chains of one row). Set by the ISA
    file to what its register file holds. */
-#ifndef GEMM_PACK_A_PANELS
-#define GEMM_PACK_A_PANELS 0
-#endif
 #ifndef GEMV_T_JB
 #define GEMV_T_JB 2
 #endif
