@@ -349,7 +349,7 @@ static void init_blocking(qkv_isa chosen)
     for (size_t i = 0; qkv_kernels_built(i) != NULL; i++) {
         const qkv_kernels *t = qkv_kernels_built(i);
         const qkv_gemm_kernels *g = t->gemm;
-        g_blocking[t->isa] = qkv_gemm_blocking_derive(g->mr, g->nr, &caches, (qkv_gemm_blocking){g->mc, g->kc, g->nc, 0, 0});
+        g_blocking[t->isa] = qkv_gemm_blocking_derive(g->mr, g->nr, &caches, (qkv_gemm_blocking){g->mc, g->kc, g->nc, 0, g->nc});
     }
     const char *env = getenv("QKV_GEMM_BLOCKING");
     if (env == NULL || *env == '\0')
@@ -361,7 +361,7 @@ static void init_blocking(qkv_isa chosen)
             const qkv_kernels *t = qkv_kernels_built(i);
             const qkv_gemm_blocking b = g_blocking[t->isa];
             fprintf(stderr, "libqkv: gemm blocking %s (tile %zux%zu): mc,kc,nc = %zu,%zu,%zu (nc with A packed: %zu)\n",
-                    qkv_isa_name(t->isa), t->gemm->mr, t->gemm->nr, b.mc, b.kc, b.nc, b.nc_l2 ? b.nc_l2 : b.nc);
+                    qkv_isa_name(t->isa), t->gemm->mr, t->gemm->nr, b.mc, b.kc, b.nc, b.nc_l2);
         }
         return;
     }
@@ -422,7 +422,7 @@ qkv_gemm_blocking qkv_gemm_blocking_of(const qkv_gemm_kernels *g)
     for (size_t i = 0; qkv_kernels_built(i) != NULL; i++)
         if (qkv_kernels_built(i)->gemm == g)
             return g_blocking[qkv_kernels_built(i)->isa];
-    return (qkv_gemm_blocking){g->mc, g->kc, g->nc, 0, 0};
+    return (qkv_gemm_blocking){g->mc, g->kc, g->nc, 0, g->nc};
 }
 
 const qkv_kernels *qkv_kernels_active(void)

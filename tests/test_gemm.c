@@ -140,7 +140,7 @@ static void test_shapes(void)
     run_shape(5 * MR + 1, 16 * NR + 5, 170, &counter);
     /* the two orders of the blocked path (gemm/driver.c): A in place below the table's
        pack_a_panels B panels, packed from there on, and the packed order's NC (nc_l2) */
-    const size_t NC_L2 = bl.nc_l2 != 0 ? bl.nc_l2 : NC, PA = g->pack_a_panels != 0 ? g->pack_a_panels : 8;
+    const size_t NC_L2 = bl.nc_l2, PA = g->pack_a_panels != 0 ? g->pack_a_panels : 8;
     run_shape(13 * MR + 5, PA * NR - 1, 200, &counter);
     run_shape(13 * MR + 5, PA * NR, 200, &counter);
     run_shape(3 * MR + 1, NC_L2 + 1, KC + 1, &counter);
@@ -272,7 +272,7 @@ static void test_special_values(void)
    the values its header documents, and on any L1 the two micropanels fit in W1 - 1 ways */
 static void test_blocking_model(void)
 {
-    const qkv_gemm_blocking fb = {144, 384, 4080, 0, 0};
+    const qkv_gemm_blocking fb = {144, 384, 4080, 0, 4080};
     const qkv_cache_level zen3_l1 = {32768, 8, 64}, xeon_l1 = {49152, 12, 64};
     const qkv_caches zen3 = {zen3_l1, {524288, 8, 64}, {16777216, 16, 64}};
     const qkv_caches xeon = {xeon_l1, {2097152, 16, 64}, {0, 0, 0}};

@@ -3,15 +3,7 @@
  * per ISA from dispatch.c's pthread_once. */
 #include "gemm/blocking.h"
 
-static size_t qkv_max_size(size_t a, size_t b)
-{
-    return a > b ? a : b;
-}
-
-static size_t qkv_min_size(size_t a, size_t b)
-{
-    return a < b ? a : b;
-}
+#include "arena.h" /* qkv_min, qkv_max */
 
 static size_t clamp(size_t x, size_t lo, size_t hi)
 {
@@ -45,15 +37,9 @@ qkv_gemm_blocking qkv_gemm_blocking_derive(size_t mr, size_t nr, const qkv_cache
         size_t best = 0;
         for (size_t ca = 1; ca + 2 <= caches->l1d.ways; ca++) {
             const size_t kc_a = ca * w1 / (mr * s), kc_b = (caches->l1d.ways - 1 - ca) * w1 / (nr * s);
-            best = qkv_max_size(best, kc_a < kc_b ? kc_a : kc_b);
+            best = qkv_max(best, kc_a < kc_b ? kc_a : kc_b);
         }
         b.kc = clamp(best / 8 * 8, QKV_GEMM_KC_MIN, QKV_GEMM_KC_MAX);
-    }
-    if (w2 != 0 && caches->l2.ways >= 4) {
-        /* half the ways, less C and one A micropanel if those take more */
-        const size_t cb = qkv_max_size(1, qkv_min_size(caches->l2.ways / 2,
-                                                       caches->l2.ways - 1 - ways_of(b.kc * mr * s, w2)));
-        b.nc_l2 = clamp(cb * w2 / (b.kc * s) / nr * nr, nr, QKV_GEMM_NC_DERIVED_MAX / nr * nr);
     }
     if (w2 != 0) {
         const size_t taken = 1 + ways_of(b.kc * nr * s, w2); /* C, and the B micropanel */
@@ -68,6 +54,13 @@ qkv_gemm_blocking qkv_gemm_blocking_derive(size_t mr, size_t nr, const qkv_cache
             const size_t nc = (caches->l3.ways - taken) * w3 / (b.kc * s);
             b.nc = clamp(nc / nr * nr, nr, QKV_GEMM_NC_DERIVED_MAX / nr * nr);
         }
+    }
+    b.nc_l2 = b.nc; /* L2 unknown: the NC of the other order */
+    if (w2 != 0 && caches->l2.ways >= 4) {
+        /* half the ways, less C and one A micropanel if those take more */
+        const size_t taken = 1 + ways_of(b.kc * mr * s, w2);
+        const size_t cb = caches->l2.ways > taken ? qkv_min(caches->l2.ways / 2, caches->l2.ways - taken) : 1;
+        b.nc_l2 = clamp(cb * w2 / (b.kc * s) / nr * nr, nr, QKV_GEMM_NC_DERIVED_MAX / nr * nr);
     }
     return b;
 }
@@ -89,7 +82,7 @@ size_t qkv_gemm_mc_in_place(const qkv_gemm_blocking *b, size_t mr, size_t lda, s
     const size_t s = sizeof(float), g = gcd(lda * s, b->l2_way);
     if (kc * s >= g) /* the rows cover every set */
         return b->mc;
-    return qkv_max_size(mr, b->mc / 8 / mr * mr); /* f < 1: an eighth of the model's MC */
+    return qkv_max(mr, b->mc / 8 / mr * mr); /* f < 1: an eighth of the model's MC */
 }
 
 /* a decimal number in [1, 10^6] up to the next ',' or the end; *p moves past it */
@@ -115,13 +108,13 @@ int qkv_gemm_blocking_parse(const char *text, size_t mr, size_t nr, qkv_gemm_blo
     qkv_gemm_blocking b;
     const char *p = text;
     b.l2_way = 0; /* used as given: no in-place adjustment of MC */
-    b.nc_l2 = 0;  /* the same NC for both loop orders */
     if (p == NULL || !parse_size(&p, &b.mc) || *p++ != ',' || !parse_size(&p, &b.kc) || *p++ != ',' ||
         !parse_size(&p, &b.nc) || *p != '\0')
         return 0;
     if (b.mc % mr != 0 || b.mc > QKV_GEMM_MC_MAX || b.kc < QKV_GEMM_KC_MIN || b.kc > QKV_GEMM_KC_MAX ||
         b.nc % nr != 0 || b.nc > QKV_GEMM_NC_MAX)
         return 0;
+    b.nc_l2 = b.nc; /* the same NC for both loop orders */
     *out = b;
     return 1;
 }

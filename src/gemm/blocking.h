@@ -21,7 +21,7 @@ typedef struct qkv_gemm_blocking {
     size_t mc, kc, nc;
     size_t l2_way; /* bytes of one L2 way (sets x line), 0 if unknown: qkv_gemm_mc_in_place() */
     size_t nc_l2;  /* NC of the packed-A order, where the block of B is the one that stays in L2
-                      (gemm/driver.c); 0: use nc */
+                      (gemm/driver.c); nc where L2 is unknown */
 } qkv_gemm_blocking;
 
 /* sane ranges of every blocking, derived or from QKV_GEMM_BLOCKING (beyond them the
@@ -66,7 +66,8 @@ enum {
          NC 2048, 0.94x with 1024 and 0.91x with 512 (interleaved runs, medians); the L2
          also holds the C tiles and what the prefetchers bring ahead.
    Every value is clamped to the ranges above; a level that is unknown (size 0) keeps the
-   fallback's value for what it sets (fallback: the ISA's constants in kernels/<isa>.c). */
+   fallback's value for what it sets (fallback: the ISA's constants in kernels/<isa>.c; NC_L2
+   then is NC). */
 qkv_gemm_blocking qkv_gemm_blocking_derive(size_t mr, size_t nr, const qkv_caches *caches,
                                            qkv_gemm_blocking fallback);
 

@@ -141,8 +141,7 @@ static gemm_plan make_plan(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, 
     if (p.pack_a) {
         const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
         p.b = plan(g, m, n, k);
-        if (cb.nc_l2 != 0)
-            p.b.nc = qkv_min(p.b.nc, cb.nc_l2);
+        p.b.nc = qkv_min(p.b.nc, cb.nc_l2);
         p.b.mc = qkv_min(p.b.mc, qkv_round_up((m + ITEMS_WANTED - 1) / ITEMS_WANTED, g->mr));
     } else {
         p.b = plan_in_place(g, ta, lda, m, n, k);
