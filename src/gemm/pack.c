@@ -4,10 +4,11 @@
  * source along its contiguous dimension, so a transposed operand costs one strided pass
  * over a block that is about to be reused MC/MR or NC/NR times, never a copy of the whole
  * matrix. Edges are zero-padded so the microkernel always computes a full tile.
- * Compiled with baseline flags. The one pass that moves data across dimensions in bulk,
- * B transposed (S = Q K^T), goes through 4 x 4 block transposes written with the
- * compiler's generic vector extension, which is SSE2 on x86-64 and Advanced SIMD on
- * AArch64, both baseline; everything else is plain loops. Packing is O(mk + kn) against
+ * A and B are one loop over micropanels (pack_panels): where each k step of a panel is
+ * contiguous in the source (A transposed, B as stored) it is a copy; where each lane is (a
+ * row-major A, B transposed as in S = Q K^T) it goes through 4 x 4 block transposes written
+ * with the compiler's generic vector extension, which is SSE2 on x86-64 and Advanced SIMD
+ * on AArch64, both baseline. Compiled with baseline flags. Packing is O(mk + kn) against
  * O(mnk) of arithmetic, yet on Zen 4 the element-wise transpose held 128^3 NT at 73 GFLOP/s
  * and 1024 x 1024 x 64 NT at 88; the 4 x 4 blocks give 89 and 92. */
 #include <assert.h>
@@ -48,62 +49,64 @@ static void transpose4x4(const float *src, size_t lds, float *dst, size_t ldd)
     store4(dst + 3 * ldd, __builtin_shufflevector(t1, t3, 2, 3, 6, 7));
 }
 
+/* dst[p * ldd + j] = src[p * lds + j] for p < kc, j < w: each k step of the panel is
+   contiguous in the source */
+static inline void copy_panel(size_t kc, size_t w, const float *restrict src, size_t lds, float *restrict dst,
+                              size_t ldd)
+{
+    for (size_t p = 0; p < kc; p++)
+        for (size_t j = 0; j < w; j++)
+            dst[p * ldd + j] = src[p * lds + j];
+}
+
+/* dst[p * ldd + j] = src[j * lds + p] for p < kc, j < w: each lane of the panel is
+   contiguous in the source; 4 x 4 blocks, then the leftover k of each group of 4 lanes,
+   then the leftover lanes */
+static void transpose_panel(size_t kc, size_t w, const float *src, size_t lds, float *dst, size_t ldd)
+{
+    size_t j = 0;
+    for (; j + 4 <= w; j += 4) {
+        const float *s = src + j * lds;
+        size_t p = 0;
+        for (; p + 4 <= kc; p += 4)
+            transpose4x4(s + p, lds, dst + p * ldd + j, ldd);
+        for (; p < kc; p++)
+            for (size_t q = 0; q < 4; q++)
+                dst[p * ldd + j + q] = s[q * lds + p];
+    }
+    for (; j < w; j++)
+        for (size_t p = 0; p < kc; p++)
+            dst[p * ldd + j] = src[j * lds + p];
+}
+
+/* Micropanels of w lanes (rows of op(A), or columns of op(B)) x kc, lane l of step p at
+   x[p * ldx + l] (steps_major) or x[l * ldx + p]: panel after panel, w * kc floats each,
+   element (l, p) at p * w + l, lanes past total zero */
+static inline void pack_panels(int steps_major, size_t total, size_t kc, const float *x, size_t ldx, size_t w, float *dst)
+{
+    for (size_t l0 = 0; l0 < total; l0 += w, dst += w * kc) {
+        const size_t lanes = min_size(w, total - l0);
+        if (lanes < w) /* one memset for the padding, not one per k step */
+            memset(dst, 0, w * kc * sizeof(float));
+        if (steps_major)
+            copy_panel(kc, lanes, x + l0, ldx, dst, w);
+        else
+            transpose_panel(kc, lanes, x + l0 * ldx, ldx, dst, w);
+    }
+}
+
 void qkv_gemm_pack_a(qkv_trans ta, size_t mc, size_t kc, const float *a, size_t lda, size_t mr, float *dst)
 {
-    /* op(A)(i, p) = a[i * rs + p * cs]. The driver packs A only when it is transposed (then
-       rs = 1 and each k step copies mr contiguous floats) and for the partial last row
-       panel of an A read in place. */
+    /* op(A)(i, p) is a[p * lda + i] when A is transposed (each k step copies mr contiguous
+       floats), else a[i * lda + p] (rows of A: 4 x 4 transposes) */
     assert(mr >= 1 && a != NULL && dst != NULL);
-    const size_t rs = ta == QKV_TRANS ? 1 : lda, cs = ta == QKV_TRANS ? lda : 1;
-    for (size_t i0 = 0; i0 < mc; i0 += mr, dst += mr * kc) {
-        const size_t rows = min_size(mr, mc - i0);
-        const float *src = a + i0 * rs;
-        if (rows < mr) /* one memset for the padding, not one per k step */
-            memset(dst, 0, mr * kc * sizeof(float));
-        size_t i = 0;
-        if (ta == QKV_NOTRANS) /* row i of the panel is contiguous in A: 4 x 4 blocks */
-            for (; i + 4 <= rows; i += 4) {
-                size_t p = 0;
-                for (; p + 4 <= kc; p += 4)
-                    transpose4x4(src + i * lda + p, lda, dst + p * mr + i, mr);
-                for (; p < kc; p++)
-                    for (size_t q = 0; q < 4; q++)
-                        dst[p * mr + i + q] = src[(i + q) * lda + p];
-            }
-        for (size_t p = 0; p < kc; p++)
-            for (size_t r = i; r < rows; r++)
-                dst[p * mr + r] = src[r * rs + p * cs];
-    }
+    pack_panels(ta == QKV_TRANS, mc, kc, a, lda, mr, dst);
 }
 
 void qkv_gemm_pack_b(qkv_trans tb, size_t kc, size_t nc, const float *b, size_t ldb, size_t nr, float *dst)
 {
+    /* op(B)(p, j) is b[p * ldb + j] as stored (row p of the panel contiguous), else
+       b[j * ldb + p] (S = Q K^T: column j of the panel is row j of the stored B) */
     assert(nr >= 1 && b != NULL && dst != NULL);
-    for (size_t j0 = 0; j0 < nc; j0 += nr, dst += nr * kc) {
-        const size_t cols = min_size(nr, nc - j0);
-        if (cols < nr) /* one memset for the padding, not one per k step */
-            memset(dst, 0, nr * kc * sizeof(float));
-        if (tb == QKV_NOTRANS) {
-            /* row p of the panel is contiguous in B */
-            for (size_t p = 0; p < kc; p++)
-                for (size_t j = 0; j < cols; j++)
-                    dst[p * nr + j] = b[p * ldb + j0 + j];
-        } else {
-            /* column j of the panel is row j0 + j of the stored B: 4 x 4 blocks, then the
-               leftover rows of B and the leftover k of each block of rows */
-            size_t j = 0;
-            for (; j + 4 <= cols; j += 4) {
-                const float *src = b + (j0 + j) * ldb;
-                size_t p = 0;
-                for (; p + 4 <= kc; p += 4)
-                    transpose4x4(src + p, ldb, dst + p * nr + j, nr);
-                for (; p < kc; p++)
-                    for (size_t q = 0; q < 4; q++)
-                        dst[p * nr + j + q] = src[q * ldb + p];
-            }
-            for (; j < cols; j++)
-                for (size_t p = 0; p < kc; p++)
-                    dst[p * nr + j] = b[(j0 + j) * ldb + p];
-        }
-    }
+    pack_panels(tb == QKV_NOTRANS, nc, kc, b, ldb, nr, dst);
 }
