@@ -9,7 +9,8 @@
  * Four vectors per iteration so that the conversions of independent vectors overlap; the
  * tail is one masked (AVX-512) or buffered (AVX2, NEON) vector: no element past n is
  * touched on either side.
- * QKV_CVT_WIDEN(fn, from) and QKV_CVT_NARROW(fn, to) define one kernel fn around a vector
+ * QKV_CVT_WIDEN(fn, from), QKV_CVT_NARROW(fn, to) and QKV_CVT_NARROW_BLOCKS(fn, BLOCK, block,
+ * to) define one kernel fn around a vector
  * conversion; included without QKV_KERNEL_ISA (kernels/avx512_bf16.c) only the macros are
  * defined. */
 
@@ -56,6 +57,21 @@
             vh_store_n(dst + i, n - i, to(vf_load_n(src + i, n - i, 0.0f)));                     \
     }
 
+/* the same with BLOCK floats at a time through block(src, dst) where the ISA converts a block
+   faster than vector by vector, then vectors through to, then the masked tail */
+#define QKV_CVT_NARROW_BLOCKS(fn, BLOCK, block, to)                                          \
+    void fn(const float *src, uint16_t *dst, size_t n)                                       \
+    {                                                                                            \
+        assert(n == 0 || (src != NULL && dst != NULL));                                          \
+        size_t i = 0;                                                                            \
+        for (; i + (BLOCK) <= n; i += (BLOCK))                                                   \
+            block(src + i, dst + i);                                                             \
+        for (; i + VL <= n; i += VL)                                                             \
+            vh_store(dst + i, to(vf_load(src + i)));                                             \
+        if (i < n)                                                                               \
+            vh_store_n(dst + i, n - i, to(vf_load_n(src + i, n - i, 0.0f)));                     \
+    }
+
 #endif
 
 #ifdef QKV_KERNEL_ISA
@@ -64,17 +80,7 @@ QKV_CVT_WIDEN(QKV_ISA_FN(qkv_cvt_bf16_f32), vf_from_bf16)
 QKV_CVT_NARROW(QKV_ISA_FN(qkv_cvt_f32_f16), vh_from_f32_f16)
 #ifdef VH_BF16_BLOCK
 /* the vector layer converts VH_BF16_BLOCK floats at a time faster than vector by vector */
-void QKV_ISA_FN(qkv_cvt_f32_bf16)(const float *src, uint16_t *dst, size_t n)
-{
-    assert(n == 0 || (src != NULL && dst != NULL));
-    size_t i = 0;
-    for (; i + VH_BF16_BLOCK <= n; i += VH_BF16_BLOCK)
-        vh_from_f32_bf16_block(src + i, dst + i);
-    for (; i + VL <= n; i += VL)
-        vh_store(dst + i, vh_from_f32_bf16(vf_load(src + i)));
-    if (i < n)
-        vh_store_n(dst + i, n - i, vh_from_f32_bf16(vf_load_n(src + i, n - i, 0.0f)));
-}
+QKV_CVT_NARROW_BLOCKS(QKV_ISA_FN(qkv_cvt_f32_bf16), VH_BF16_BLOCK, vh_from_f32_bf16_block, vh_from_f32_bf16)
 #else
 QKV_CVT_NARROW(QKV_ISA_FN(qkv_cvt_f32_bf16), vh_from_f32_bf16)
 #endif
