@@ -88,6 +88,24 @@ static __attribute__((unused)) int cpu_x86_avx512(void)
 #endif
 }
 
+/* AVX-512 through a 256-bit datapath, two passes per 512-bit operation (AMD Zen 4: family
+   0x19 with AVX-512; its earlier members have none): the GEMM blocking's half rate
+   (gemm/blocking.h). Zen 5 (family 0x1A) has the full 512-bit datapath on servers. */
+static __attribute__((unused)) int cpu_x86_avx512_half_rate(void)
+{
+#if defined(QKV_X86) && !defined(QKV_AVX512_EMULATION)
+    unsigned a, b, c, d;
+    if (!cpu_x86_avx512() || !__get_cpuid(0, &a, &b, &c, &d))
+        return 0;
+    if (!(b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u)) /* "AuthenticAMD" */
+        return 0;
+    __cpuid(1, a, b, c, d);
+    return ((a >> 8) & 0xf) + ((a >> 20) & 0xff) == 0x19; /* base + extended family */
+#else
+    return 0;
+#endif
+}
+
 /* AVX512_BF16 (CPUID leaf 7 subleaf 1, EAX bit 5) on top of AVX-512: not an ISA of the
    list, a variant of the AVX-512 table (table_avx512_bf16) */
 static __attribute__((unused)) int cpu_x86_avx512_bf16(void)
@@ -346,10 +364,12 @@ static qkv_gemm_blocking g_blocking[QKV_ISA_COUNT];
 static void init_blocking(qkv_isa chosen)
 {
     const qkv_caches caches = read_caches();
+    const int avx512_half_rate = cpu_x86_avx512_half_rate();
     for (size_t i = 0; qkv_kernels_built(i) != NULL; i++) {
         const qkv_kernels *t = qkv_kernels_built(i);
         const qkv_gemm_kernels *g = t->gemm;
-        g_blocking[t->isa] = qkv_gemm_blocking_derive(g->mr, g->nr, &caches, (qkv_gemm_blocking){g->mc, g->kc, g->nc, 0, g->nc});
+        g_blocking[t->isa] = qkv_gemm_blocking_derive(g->mr, g->nr, &caches, t->isa == QKV_ISA_AVX512 && avx512_half_rate,
+                                                      qkv_gemm_blocking_fallback(g));
     }
     const char *env = getenv("QKV_GEMM_BLOCKING");
     if (env == NULL || *env == '\0')
@@ -360,8 +380,8 @@ static void init_blocking(qkv_isa chosen)
         for (size_t i = 0; qkv_kernels_built(i) != NULL; i++) {
             const qkv_kernels *t = qkv_kernels_built(i);
             const qkv_gemm_blocking b = g_blocking[t->isa];
-            fprintf(stderr, "libqkv: gemm blocking %s (tile %zux%zu): mc,kc,nc = %zu,%zu,%zu (nc with A packed: %zu)\n",
-                    qkv_isa_name(t->isa), t->gemm->mr, t->gemm->nr, b.mc, b.kc, b.nc, b.nc_l2);
+            fprintf(stderr, "libqkv: gemm blocking %s (tile %zux%zu): mc,kc,nc = %zu,%zu,%zu (kc,nc with A packed: %zu,%zu)\n",
+                    qkv_isa_name(t->isa), t->gemm->mr, t->gemm->nr, b.mc, b.kc, b.nc, b.kc_pa, b.nc_l2);
         }
         return;
     }
@@ -422,7 +442,7 @@ qkv_gemm_blocking qkv_gemm_blocking_of(const qkv_gemm_kernels *g)
     for (size_t i = 0; qkv_kernels_built(i) != NULL; i++)
         if (qkv_kernels_built(i)->gemm == g)
             return g_blocking[qkv_kernels_built(i)->isa];
-    return (qkv_gemm_blocking){g->mc, g->kc, g->nc, 0, g->nc};
+    return qkv_gemm_blocking_fallback(g);
 }
 
 const qkv_kernels *qkv_kernels_active(void)

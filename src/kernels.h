@@ -125,6 +125,12 @@ typedef struct qkv_gemm_kernels {
    the machine only. */
 qkv_gemm_blocking qkv_gemm_blocking_of(const qkv_gemm_kernels *g);
 
+/* the ISA's own constants, where the caches cannot be read: one KC and NC for both orders */
+static inline qkv_gemm_blocking qkv_gemm_blocking_fallback(const qkv_gemm_kernels *g)
+{
+    return (qkv_gemm_blocking){.mc = g->mc, .kc = g->kc, .nc = g->nc, .l2_way = 0, .nc_l2 = g->nc, .kc_pa = g->kc};
+}
+
 /* ---- Attention: one online-softmax step (kernels/attn_update_f32.h) -------------
  * attn_update(rows, cols, s, lds, m, l, o, ldo, d_o), s a rows x cols tile of scores S^T
  * (row j = key j, column i = query i, s[j * lds + i]), m and l the running max and sum of

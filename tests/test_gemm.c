@@ -144,6 +144,9 @@ static void test_shapes(void)
     run_shape(13 * MR + 5, PA * NR - 1, 200, &counter);
     run_shape(13 * MR + 5, PA * NR, 200, &counter);
     run_shape(3 * MR + 1, NC_L2 + 1, KC + 1, &counter);
+    /* the packed order's KC (kc_pa; above KC on a half-rate core): one depth block and two */
+    run_shape(2 * MR + 1, PA * NR + 3, bl.kc_pa, &counter);
+    run_shape(2 * MR + 1, PA * NR + 3, bl.kc_pa + 1, &counter);
     /* k == 0 and the empty shapes */
     run_shape(5, 7, 0, &counter);
     run_shape(0, 7, 5, &counter);
@@ -272,26 +275,39 @@ static void test_special_values(void)
    the values its header documents, and on any L1 the two micropanels fit in W1 - 1 ways */
 static void test_blocking_model(void)
 {
-    const qkv_gemm_blocking fb = {144, 384, 4080, 0, 4080};
+    const qkv_gemm_blocking fb = {.mc = 144, .kc = 384, .nc = 4080, .l2_way = 0, .nc_l2 = 4080, .kc_pa = 384};
     const qkv_cache_level zen3_l1 = {32768, 8, 64}, xeon_l1 = {49152, 12, 64};
     const qkv_caches zen3 = {zen3_l1, {524288, 8, 64}, {16777216, 16, 64}};
     const qkv_caches xeon = {xeon_l1, {2097152, 16, 64}, {0, 0, 0}};
-    qkv_gemm_blocking b = qkv_gemm_blocking_derive(6, 16, &zen3, fb);
+    const qkv_caches unknown_l1 = {{0, 0, 0}, {1048576, 8, 64}, {16777216, 16, 64}};
+    qkv_gemm_blocking b = qkv_gemm_blocking_derive(6, 16, &zen3, 0, fb);
     CHECK(b.kc == 320 && b.mc == 306 && b.nc % 16 == 0, "model: 8-way 32 KiB L1, 6x16: KC 320, MC 306");
     CHECK(b.nc_l2 == 192, "model: 8-way 512 KiB L2, 6x16, KC 320: NC of the packed-A order 192 (half the ways)");
-    b = qkv_gemm_blocking_derive(6, 16, &xeon, fb);
+    b = qkv_gemm_blocking_derive(6, 16, &xeon, 0, fb);
     CHECK(b.kc == 512 && b.nc == 4080, "model: 12-way 48 KiB L1, 6x16: KC 512 (the paper's split), no L3: NC kept");
-    b = qkv_gemm_blocking_derive(12, 32, &xeon, fb);
-    CHECK(b.kc == 256 && b.nc_l2 == 1024, "model: 12-way 48 KiB L1, 12x32: KC 256; 16-way 2 MiB L2: NC_L2 1024");
+    b = qkv_gemm_blocking_derive(12, 32, &xeon, 0, fb);
+    CHECK(b.kc == 256 && b.nc_l2 == 1024 && b.kc_pa == 256,
+          "model: 12-way 48 KiB L1, 12x32: KC 256 in both orders; 16-way 2 MiB L2: NC_L2 1024");
+    /* a half-rate core (AMD Zen 4, AVX-512): the packed order's A micropanel in half of L1,
+       its B block from L3 like the other order's; the other order unchanged */
+    const qkv_caches zen4 = {zen3_l1, {1048576, 8, 64}, {16777216, 16, 64}};
+    const qkv_gemm_blocking full = qkv_gemm_blocking_derive(12, 32, &zen4, 0, fb);
+    b = qkv_gemm_blocking_derive(12, 32, &zen4, 1, fb);
+    CHECK(full.kc == 160 && full.kc_pa == 160 && full.nc_l2 == 800, "model: Zen 4 L1/L2, 12x32, full rate: KC 160, NC_L2 800");
+    CHECK(b.kc == 160 && b.mc == full.mc && b.nc == full.nc && b.kc_pa == 336 && b.nc_l2 == b.nc && b.nc == 4096,
+          "model: Zen 4, 12x32, half rate: KC 160, KC_PA 336 (16 KiB of A), NC_L2 = NC 4096");
+    b = qkv_gemm_blocking_derive(12, 32, &unknown_l1, 1, fb);
+    CHECK(b.kc_pa == b.kc, "model: half rate, L1 unknown: KC_PA = KC");
     const qkv_caches unknown = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
-    b = qkv_gemm_blocking_derive(6, 16, &unknown, fb);
-    CHECK(b.mc == fb.mc && b.kc == fb.kc && b.nc == fb.nc, "model: unknown caches keep the fallback");
+    b = qkv_gemm_blocking_derive(6, 16, &unknown, 0, fb);
+    CHECK(b.mc == fb.mc && b.kc == fb.kc && b.nc == fb.nc && b.kc_pa == fb.kc && b.nc_l2 == fb.nc,
+          "model: unknown caches keep the fallback");
     const size_t tiles[][2] = {{4, 4}, {6, 16}, {8, 12}, {12, 32}};
     for (size_t ways = 2; ways <= 16; ways++)
         for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++) {
             const qkv_caches c = {{ways * 4096, ways, 64}, {0, 0, 0}, {0, 0, 0}};
             const size_t mr = tiles[t][0], nr = tiles[t][1];
-            b = qkv_gemm_blocking_derive(mr, nr, &c, fb);
+            b = qkv_gemm_blocking_derive(mr, nr, &c, 0, fb);
             const size_t a_ways = (b.kc * mr * 4 + 4095) / 4096, b_ways = (b.kc * nr * 4 + 4095) / 4096;
             CHECK(ways < 3 ? b.kc == fb.kc : a_ways + b_ways <= ways - 1 || b.kc == QKV_GEMM_KC_MIN,
                   "model: the A and B micropanels of KC fit in W1 - 1 ways");

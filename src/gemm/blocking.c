@@ -24,13 +24,25 @@ static size_t ways_of(size_t bytes, size_t way)
     return (bytes + way - 1) / way;
 }
 
-qkv_gemm_blocking qkv_gemm_blocking_derive(size_t mr, size_t nr, const qkv_caches *caches,
+/* NC from L3 for depth kc next to an mc x kc block of A; nc when L3 is unknown or too small */
+static size_t nc_from_l3(const qkv_cache_level *l3, size_t nr, size_t mc, size_t kc, size_t nc)
+{
+    const size_t w3 = way_bytes(l3), s = sizeof(float);
+    if (w3 == 0)
+        return nc;
+    const size_t taken = 1 + ways_of(mc * kc * s, w3); /* C, and the block of A */
+    if (l3->ways <= taken)
+        return nc;
+    return clamp((l3->ways - taken) * w3 / (kc * s) / nr * nr, nr, QKV_GEMM_NC_DERIVED_MAX / nr * nr);
+}
+
+qkv_gemm_blocking qkv_gemm_blocking_derive(size_t mr, size_t nr, const qkv_caches *caches, int half_rate,
                                            qkv_gemm_blocking fallback)
 {
     const size_t s = sizeof(float);
     qkv_gemm_blocking b = fallback;
     b.l2_way = way_bytes(&caches->l2);
-    const size_t w1 = way_bytes(&caches->l1d), w2 = way_bytes(&caches->l2), w3 = way_bytes(&caches->l3);
+    const size_t w1 = way_bytes(&caches->l1d), w2 = way_bytes(&caches->l2);
     if (w1 != 0 && caches->l1d.ways >= 3) {
         /* ca ways of L1 for the A micropanels, the other W1 - 1 - ca for the B micropanel:
            the whole number of ways that lets KC be largest with both fitting */
@@ -48,14 +60,15 @@ qkv_gemm_blocking qkv_gemm_blocking_derive(size_t mr, size_t nr, const qkv_cache
             b.mc = clamp(mc / mr * mr, mr, QKV_GEMM_MC_MAX / mr * mr);
         }
     }
-    if (w3 != 0) {
-        const size_t taken = 1 + ways_of(b.mc * b.kc * s, w3); /* C, and the block of A */
-        if (caches->l3.ways > taken) {
-            const size_t nc = (caches->l3.ways - taken) * w3 / (b.kc * s);
-            b.nc = clamp(nc / nr * nr, nr, QKV_GEMM_NC_DERIVED_MAX / nr * nr);
-        }
-    }
+    b.nc = nc_from_l3(&caches->l3, nr, b.mc, b.kc, b.nc);
+    b.kc_pa = b.kc;
     b.nc_l2 = b.nc; /* L2 unknown: the NC of the other order */
+    if (half_rate) { /* the A micropanel alone in half of L1, the B block from L3 */
+        if (w1 != 0)
+            b.kc_pa = clamp(qkv_max(b.kc, caches->l1d.size / 2 / (mr * s) / 16 * 16), QKV_GEMM_KC_MIN, QKV_GEMM_KC_MAX);
+        b.nc_l2 = nc_from_l3(&caches->l3, nr, b.mc, b.kc_pa, b.nc);
+        return b;
+    }
     if (w2 != 0 && caches->l2.ways >= 4) {
         /* half the ways, less C and one A micropanel if those take more */
         const size_t taken = 1 + ways_of(b.kc * mr * s, w2);
@@ -114,7 +127,8 @@ int qkv_gemm_blocking_parse(const char *text, size_t mr, size_t nr, qkv_gemm_blo
     if (b.mc % mr != 0 || b.mc > QKV_GEMM_MC_MAX || b.kc < QKV_GEMM_KC_MIN || b.kc > QKV_GEMM_KC_MAX ||
         b.nc % nr != 0 || b.nc > QKV_GEMM_NC_MAX)
         return 0;
-    b.nc_l2 = b.nc; /* the same NC for both loop orders */
+    b.kc_pa = b.kc; /* the same KC and NC for both loop orders */
+    b.nc_l2 = b.nc;
     *out = b;
     return 1;
 }

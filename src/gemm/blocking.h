@@ -22,6 +22,7 @@ typedef struct qkv_gemm_blocking {
     size_t l2_way; /* bytes of one L2 way (sets x line), 0 if unknown: qkv_gemm_mc_in_place() */
     size_t nc_l2;  /* NC of the packed-A order, where the block of B is the one that stays in L2
                       (gemm/driver.c); nc where L2 is unknown */
+    size_t kc_pa;  /* KC of the packed-A order: kc, except on a half-rate core (below) */
 } qkv_gemm_blocking;
 
 /* sane ranges of every blocking, derived or from QKV_GEMM_BLOCKING (beyond them the
@@ -65,10 +66,22 @@ enum {
          16-way L2, KC 256, model C_B 14 ways = NC 1792) 2048^3 ran at 0.81x of oneDNN with
          NC 2048, 0.94x with 1024 and 0.91x with 512 (interleaved runs, medians); the L2
          also holds the C tiles and what the prefetchers bring ahead.
+     Half rate (half_rate != 0: a core that runs the ISA's vectors through a datapath half
+         as wide, two passes an FMA, as AMD Zen 4 does with 512-bit vectors: its AVX-512
+         FMA peak equals its AVX2 peak). A k step of the tile then takes twice the cycles
+         and needs half the bytes per cycle from the caches, so in the packed-A order the
+         operands can come from one level further out: the B block streams from L3 (NC_L2
+         = NC, from L3 as above), and only the A micropanel must stay in L1: KC_PA, the
+         largest multiple of 16 whose MR x KC_PA micropanel takes half of L1 (never below
+         KC). Longer k runs per microkernel call also halve the loads and stores of C.
+         Measured on an AMD EPYC Zen 4 (32 KiB 8-way L1, 1 MiB 8-way L2; model KC 160,
+         NC_L2 800 for 12 x 32), medians of 5 alternated runs: KC 336 with NC 1600..2400
+         against 160 with 800: 1024^3 24.7-25.0 -> 22.0-23.4 ms, 2048^3 189-196 -> 169-182
+         ms, 1000^3 25.0 -> 21.0 ms. Otherwise KC_PA = KC.
    Every value is clamped to the ranges above; a level that is unknown (size 0) keeps the
    fallback's value for what it sets (fallback: the ISA's constants in kernels/<isa>.c; NC_L2
-   then is NC). */
-qkv_gemm_blocking qkv_gemm_blocking_derive(size_t mr, size_t nr, const qkv_caches *caches,
+   then is NC, KC_PA is KC). */
+qkv_gemm_blocking qkv_gemm_blocking_derive(size_t mr, size_t nr, const qkv_caches *caches, int half_rate,
                                            qkv_gemm_blocking fallback);
 
 /* MC for a block of A read in place (row-major A, not packed) with leading dimension lda
@@ -86,8 +99,8 @@ size_t qkv_gemm_mc_in_place(const qkv_gemm_blocking *b, size_t mr, size_t lda, s
 /* QKV_GEMM_BLOCKING="mc,kc,nc" (tuning only): 1 and *out when the text is three decimal
    numbers with MC a multiple of MR in [MR, QKV_GEMM_MC_MAX], KC in [QKV_GEMM_KC_MIN,
    QKV_GEMM_KC_MAX], NC a multiple of NR in [NR, QKV_GEMM_NC_MAX]; else 0 and *out unchanged.
-   Its MC is used as given for every A (l2_way = 0: no in-place adjustment), its NC for both
-   loop orders (nc_l2 = nc). */
+   Its MC is used as given for every A (l2_way = 0: no in-place adjustment), its KC and NC
+   for both loop orders (kc_pa = kc, nc_l2 = nc). */
 int qkv_gemm_blocking_parse(const char *text, size_t mr, size_t nr, qkv_gemm_blocking *out);
 
 #endif

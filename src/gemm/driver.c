@@ -56,17 +56,18 @@ static void merge_tile(size_t rows, size_t cols, const float *t, size_t ldt, flo
 }
 
 /* The blocking of one call: the ISA's blocking for this machine (qkv_gemm_blocking_of:
-   from the cache sizes, fixed at start-up, never from the thread count), blocks no larger
-   than the problem; k split into equal KC blocks (k = 300 with KC 256: 150 + 150, not
-   256 + 44) so that every block amortizes the microkernel epilogue. */
+   from the cache sizes, fixed at start-up, never from the thread count; the packed-A
+   order's KC where pack_a), blocks no larger than the problem; k split into equal KC blocks
+   (k = 300 with KC 256: 150 + 150, not 256 + 44) so that every block amortizes the
+   microkernel epilogue. */
 typedef struct blocking {
     size_t kc, mc, nc;
 } blocking;
 
-static blocking plan(const qkv_gemm_kernels *g, size_t m, size_t n, size_t k)
+static blocking plan(const qkv_gemm_kernels *g, int pack_a, size_t m, size_t n, size_t k)
 {
     const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
-    const size_t k_blocks = (k + cb.kc - 1) / cb.kc;
+    const size_t kc = pack_a ? cb.kc_pa : cb.kc, k_blocks = (k + kc - 1) / kc;
     return (blocking){(k + k_blocks - 1) / k_blocks, qkv_min(cb.mc, qkv_round_up(m, g->mr)),
                       qkv_min(cb.nc, qkv_round_up(n, g->nr))};
 }
@@ -76,7 +77,7 @@ static blocking plan(const qkv_gemm_kernels *g, size_t m, size_t n, size_t k)
    layout() sized with plan() holds) */
 static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, size_t m, size_t n, size_t k)
 {
-    blocking b = plan(g, m, n, k);
+    blocking b = plan(g, 0, m, n, k);
     if (ta == QKV_NOTRANS) {
         const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
         b.mc = qkv_min(b.mc, qkv_gemm_mc_in_place(&cb, g->mr, lda, b.kc));
@@ -92,7 +93,8 @@ static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
  *     panel of A, n >= pack_a_panels NR, or A transposed; the AVX-512 table): an item is an
  *     ic block of MC rows and all nc columns. It packs its rows of A and runs ir outside
  *     jr: one MR x KC micropanel of A stays in L1 while the B micropanels stream from L2,
- *     where the block of B stays (its NC is nc_l2, from L2: gemm/blocking.h), and
+ *     where the block of B stays (its KC and NC are kc_pa and nc_l2: gemm/blocking.h; on a
+ *     half-rate core the block streams from L3), and
  *     consecutive tiles of C share their rows (12 rows of a wide C are 12 pages: the
  *     jr-outer order walks 12 new pages per tile down an MC block, past what the DTLB
  *     holds). MC gives ITEMS_WANTED items (never above the model's): with few rows per
@@ -140,7 +142,7 @@ static gemm_plan make_plan(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, 
     p.pack_a = packs_a(g, ta, n);
     if (p.pack_a) {
         const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
-        p.b = plan(g, m, n, k);
+        p.b = plan(g, 1, m, n, k);
         p.b.nc = qkv_min(p.b.nc, cb.nc_l2);
         p.b.mc = qkv_min(p.b.mc, qkv_round_up((m + ITEMS_WANTED - 1) / ITEMS_WANTED, g->mr));
     } else {
@@ -196,10 +198,11 @@ static void layout(qkv_arena *ar, const qkv_gemm_kernels *g, qkv_trans ta, qkv_t
             w->x = qkv_arena_floats(ar, k);
         return;
     }
-    const blocking b = plan(g, m, n, k);
+    const int pack_a = packs_a(g, ta, n);
+    const blocking b = plan(g, pack_a, m, n, k);
     w->bp = qkv_arena_floats(ar, b.kc * b.nc);
     /* both parts of a slot 64-byte aligned: lengths rounded up to 16 floats */
-    w->tile_off = qkv_round_up((ta == QKV_TRANS || packs_a(g, ta, n) ? b.mc : g->mr) * b.kc, 16);
+    w->tile_off = qkv_round_up((ta == QKV_TRANS || pack_a ? b.mc : g->mr) * b.kc, 16);
     w->slot_len = w->tile_off + qkv_round_up(g->mr * g->nr, 16);
     w->slots = qkv_arena_array(ar, w->slot_len, n_slots);
 }
