@@ -40,6 +40,12 @@ static unsigned long long read_xcr0(void)
     return ((unsigned long long)hi << 32) | lo;
 }
 
+/* CPUID leaf 0's vendor words (ebx, ecx, edx) say "AuthenticAMD" */
+static int x86_vendor_amd(unsigned b, unsigned c, unsigned d)
+{
+    return b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;
+}
+
 /* AVX2 + FMA + F16C with OS-enabled YMM state; *leaf7_ebx and *xcr0 for the callers that
    need more */
 static int x86_avx2(unsigned *leaf7_ebx, unsigned long long *xcr0)
@@ -97,7 +103,7 @@ static __attribute__((unused)) int cpu_x86_avx512_half_rate(void)
     unsigned a, b, c, d;
     if (!cpu_x86_avx512() || !__get_cpuid(0, &a, &b, &c, &d))
         return 0;
-    if (!(b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u)) /* "AuthenticAMD" */
+    if (!x86_vendor_amd(b, c, d))
         return 0;
     __cpuid(1, a, b, c, d);
     return ((a >> 8) & 0xf) + ((a >> 20) & 0xff) == 0x19; /* base + extended family */
@@ -153,8 +159,7 @@ static void x86_caches(qkv_caches *out)
     const unsigned max_ext = __get_cpuid_max(0x80000000u, NULL);
     __cpuid(0, a, b, c, d);
     const unsigned max_std = a;
-    const int amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u; /* "AuthenticAMD" */
-    if (amd || b == 0x6f677948u) {                                                 /* "HygonGenuine" */
+    if (x86_vendor_amd(b, c, d) || b == 0x6f677948u) { /* or "HygonGenuine" */
         if (max_ext < 0x8000001Du)
             return;
         __cpuid(0x80000001u, a, b, c, d);
