@@ -385,8 +385,10 @@ static void init_blocking(qkv_isa chosen)
         for (size_t i = 0; qkv_kernels_built(i) != NULL; i++) {
             const qkv_kernels *t = qkv_kernels_built(i);
             const qkv_gemm_blocking b = g_blocking[t->isa];
-            fprintf(stderr, "libqkv: gemm blocking %s (tile %zux%zu): mc,kc,nc = %zu,%zu,%zu (kc,nc with A packed: %zu,%zu)\n",
-                    qkv_isa_name(t->isa), t->gemm->mr, t->gemm->nr, b.mc, b.kc, b.nc, b.kc_pa, b.nc_l2);
+            fprintf(stderr,
+                    "libqkv: gemm blocking %s (tile %zux%zu): mc,kc,nc = %zu,%zu,%zu (kc,nc with A packed: %zu,%zu)%s\n",
+                    qkv_isa_name(t->isa), t->gemm->mr, t->gemm->nr, b.mc, b.kc, b.nc, b.kc_pa, b.nc_l2,
+                    b.pa_crowd != 0 && t->gemm->pack_a_panels != 0 ? "; A packed where its rows crowd an L1 set" : "");
         }
         return;
     }

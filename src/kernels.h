@@ -128,7 +128,15 @@ qkv_gemm_blocking qkv_gemm_blocking_of(const qkv_gemm_kernels *g);
 /* the ISA's own constants, where the caches cannot be read: one KC and NC for both orders */
 static inline qkv_gemm_blocking qkv_gemm_blocking_fallback(const qkv_gemm_kernels *g)
 {
-    return (qkv_gemm_blocking){.mc = g->mc, .kc = g->kc, .nc = g->nc, .l2_way = 0, .nc_l2 = g->nc, .kc_pa = g->kc};
+    return (qkv_gemm_blocking){.mc = g->mc,
+                               .kc = g->kc,
+                               .nc = g->nc,
+                               .l2_way = 0,
+                               .nc_l2 = g->nc,
+                               .kc_pa = g->kc,
+                               .pa_crowd = 0,
+                               .l1_way = 0,
+                               .l1_line = 0};
 }
 
 /* ---- Attention: one online-softmax step (kernels/attn_update_f32.h) -------------

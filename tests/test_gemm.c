@@ -147,6 +147,12 @@ static void test_shapes(void)
     /* the packed order's KC (kc_pa; above KC on a half-rate core): one depth block and two */
     run_shape(2 * MR + 1, PA * NR + 3, bl.kc_pa, &counter);
     run_shape(2 * MR + 1, PA * NR + 3, bl.kc_pa + 1, &counter);
+    /* a row-major A whose rows all fall into one L1 set (lda 1024 floats): the packed-A
+       order below pack_a_panels B panels on a half-rate core (bl.pa_crowd), in place
+       elsewhere; m n k above the unpacked path's limit */
+    gemm_case crowd = {QKV_NOTRANS, QKV_NOTRANS, 13 * MR + 5, 3 * NR + 1, 1000, 1024, 3 * NR + 1, 3 * NR + 1,
+                       1.0f, 0.5f, 0};
+    run_case(&crowd);
     /* k == 0 and the empty shapes */
     run_shape(5, 7, 0, &counter);
     run_shape(0, 7, 5, &counter);
@@ -293,11 +299,14 @@ static void test_blocking_model(void)
     const qkv_caches zen4 = {zen3_l1, {1048576, 8, 64}, {16777216, 16, 64}};
     const qkv_gemm_blocking full = qkv_gemm_blocking_derive(12, 32, &zen4, 0, fb);
     b = qkv_gemm_blocking_derive(12, 32, &zen4, 1, fb);
-    CHECK(full.kc == 160 && full.kc_pa == 160 && full.nc_l2 == 800, "model: Zen 4 L1/L2, 12x32, full rate: KC 160, NC_L2 800");
+    CHECK(full.kc == 160 && full.kc_pa == 160 && full.nc_l2 == 800 && full.pa_crowd == 0,
+          "model: Zen 4 L1/L2, 12x32, full rate: KC 160, NC_L2 800, A packed by shape only");
+    CHECK(qkv_gemm_blocking_derive(12, 32, &zen4, 1, fb).pa_crowd == 4,
+          "model: Zen 4 L1, half rate: A packed where more than 4 of its rows share an L1 set");
     CHECK(b.kc == 160 && b.mc == full.mc && b.nc == full.nc && b.kc_pa == 336 && b.nc_l2 == b.nc && b.nc == 4096,
           "model: Zen 4, 12x32, half rate: KC 160, KC_PA 336 (16 KiB of A), NC_L2 = NC 4096");
     b = qkv_gemm_blocking_derive(12, 32, &unknown_l1, 1, fb);
-    CHECK(b.kc_pa == b.kc, "model: half rate, L1 unknown: KC_PA = KC");
+    CHECK(b.kc_pa == b.kc && b.pa_crowd == 0, "model: half rate, L1 unknown: KC_PA = KC, A packed by shape only");
     const qkv_caches unknown = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
     b = qkv_gemm_blocking_derive(6, 16, &unknown, 0, fb);
     CHECK(b.mc == fb.mc && b.kc == fb.kc && b.nc == fb.nc && b.kc_pa == fb.kc && b.nc_l2 == fb.nc,

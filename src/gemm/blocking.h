@@ -23,6 +23,10 @@ typedef struct qkv_gemm_blocking {
     size_t nc_l2;  /* NC of the packed-A order, where the block of B is the one that stays in L2
                       (gemm/driver.c); nc where L2 is unknown */
     size_t kc_pa;  /* KC of the packed-A order: kc, except on a half-rate core (below) */
+    size_t pa_crowd;  /* a row-major A also takes the packed-A order where more than this many
+                         of its MR rows fall into one L1 set (0: never; a half-rate core,
+                         below) */
+    size_t l1_way, l1_line; /* bytes of one L1 way and of a line, 0 if unknown */
 } qkv_gemm_blocking;
 
 /* sane ranges of every blocking, derived or from QKV_GEMM_BLOCKING (beyond them the
@@ -78,6 +82,12 @@ enum {
          NC_L2 800 for 12 x 32), medians of 5 alternated runs: KC 336 with NC 1600..2400
          against 160 with 800: 1024^3 24.7-25.0 -> 22.0-23.4 ms, 2048^3 189-196 -> 169-182
          ms, 1000^3 25.0 -> 21.0 ms. Otherwise KC_PA = KC.
+         PA_CROWD: on a half-rate core also a row-major A whose MR rows put more than
+         W1 / 2 of themselves into one L1 set (lda a multiple of the L1 way: all of them)
+         takes the packed-A order whatever n is, since conflict misses on the rows read in
+         place cost more there than packing (Zen 4, 5 alternated runs: 4096 x 64 x 4096
+         34.6 -> 30.9 ms; lda 4112 instead of 4096 had given 23.4 against 27.7 ms in place);
+         elsewhere 0 (by shape only, as measured on the Xeon).
    Every value is clamped to the ranges above; a level that is unknown (size 0) keeps the
    fallback's value for what it sets (fallback: the ISA's constants in kernels/<isa>.c; NC_L2
    then is NC, KC_PA is KC). */

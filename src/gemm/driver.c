@@ -90,7 +90,8 @@ static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
  * block of op(B) is packed once into shared micropanels (items: groups of B_PANELS NR-wide
  * panels), then the items of the block compute C in one of two orders:
  *   packed A, where the table asks for it (g->pack_a_panels B panels or more per row
- *     panel of A, n >= pack_a_panels NR, or A transposed; the AVX-512 table): an item is an
+ *     panel of A, n >= pack_a_panels NR, or A transposed; the AVX-512 table; on a
+ *     half-rate core also a row-major A whose rows crowd an L1 set: packs_a): an item is an
  *     ic block of MC rows and all nc columns. It packs its rows of A and runs ir outside
  *     jr: one MR x KC micropanel of A stays in L1 while the B micropanels stream from L2,
  *     where the block of B stays (its KC and NC are kc_pa and nc_l2: gemm/blocking.h; on a
@@ -130,16 +131,46 @@ typedef struct gemm_plan {
     int parallel;     /* 0: below the size where threads pay */
 } gemm_plan;
 
-/* the blocked path takes the packed-A order: a function of the table and the shape only */
-static int packs_a(const qkv_gemm_kernels *g, qkv_trans ta, size_t n)
+/* the most of the MR rows of a row-major A, lda floats apart, that fall into one L1 set (the
+   rows are read together, a line of each per 16 k steps; the start of A shifts every row
+   alike, so rows from set 0 tell) */
+static size_t rows_per_set(size_t mr, size_t lda, const qkv_gemm_blocking *cb)
+{
+    const size_t sets = cb->l1_way / cb->l1_line;
+    size_t most = 0;
+    for (size_t i = 0; i < mr; i++) {
+        size_t same = 0;
+        for (size_t j = 0; j < mr; j++)
+            same += (i * lda * sizeof(float) / cb->l1_line) % sets == (j * lda * sizeof(float) / cb->l1_line) % sets;
+        most = qkv_max(most, same);
+    }
+    return most;
+}
+
+/* The blocked path takes the packed-A order: a function of the table, the shape and lda.
+   By shape where the table asks for it; on a half-rate core (cb.pa_crowd != 0) also where
+   the rows of a row-major A crowd L1 sets (lda a multiple of 1024 floats puts all 12 rows
+   of a tile in one set of 8 ways: 4096 x 64 x 4096 read in place ran 25% slower than with
+   lda 4112). lda == 0: any lda (may the order be taken?). */
+static int packs_a_by_shape(const qkv_gemm_kernels *g, qkv_trans ta, size_t n)
 {
     return g->pack_a_panels != 0 && (ta == QKV_TRANS || n >= g->pack_a_panels * g->nr);
+}
+
+static int packs_a(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, size_t n)
+{
+    if (packs_a_by_shape(g, ta, n))
+        return 1;
+    const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
+    if (g->pack_a_panels == 0 || cb.pa_crowd == 0 || cb.l1_line == 0 || cb.l1_way < cb.l1_line)
+        return 0;
+    return lda == 0 || rows_per_set(g->mr, lda, &cb) > cb.pa_crowd;
 }
 
 static gemm_plan make_plan(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, size_t m, size_t n, size_t k)
 {
     gemm_plan p;
-    p.pack_a = packs_a(g, ta, n);
+    p.pack_a = packs_a(g, ta, lda, n);
     if (p.pack_a) {
         const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
         p.b = plan(g, 1, m, n, k);
@@ -190,7 +221,7 @@ typedef struct gemm_ws {
 } gemm_ws;
 
 static void layout(qkv_arena *ar, const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, size_t m, size_t n,
-                   size_t k, size_t n_slots, gemm_ws *w)
+                   size_t k, int pack_a, size_t n_slots, gemm_ws *w)
 {
     *w = (gemm_ws){NULL, NULL, NULL, 0, 0};
     if (m == 1) {
@@ -198,7 +229,6 @@ static void layout(qkv_arena *ar, const qkv_gemm_kernels *g, qkv_trans ta, qkv_t
             w->x = qkv_arena_floats(ar, k);
         return;
     }
-    const int pack_a = packs_a(g, ta, n);
     const blocking b = plan(g, pack_a, m, n, k);
     w->bp = qkv_arena_floats(ar, b.kc * b.nc);
     /* both parts of a slot 64-byte aligned: lengths rounded up to 16 floats */
@@ -213,13 +243,18 @@ size_t qkv_gemm_ws_bytes(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t 
     if (m == 0 || n == 0 || k == 0)
         return most;
     for (size_t i = 0; qkv_kernels_built(i) != NULL; i++) {
-        qkv_arena ar = qkv_arena_sizer();
-        gemm_ws w;
-        layout(&ar, qkv_kernels_built(i)->gemm, ta, tb, m, n, k, qkv_max(n_threads, 1), &w);
-        const size_t bytes = qkv_arena_bytes(&ar);
-        if (bytes == 0)
-            return 0;
-        most = qkv_max(most, bytes);
+        const qkv_gemm_kernels *g = qkv_kernels_built(i)->gemm;
+        /* either order where lda decides (packs_a) */
+        const int by_shape = packs_a_by_shape(g, ta, n), may = packs_a(g, ta, 0, n);
+        for (int pack_a = by_shape; pack_a <= may; pack_a++) {
+            qkv_arena ar = qkv_arena_sizer();
+            gemm_ws w;
+            layout(&ar, g, ta, tb, m, n, k, pack_a, qkv_max(n_threads, 1), &w);
+            const size_t bytes = qkv_arena_bytes(&ar);
+            if (bytes == 0)
+                return 0;
+            most = qkv_max(most, bytes);
+        }
     }
     return most;
 }
@@ -477,7 +512,7 @@ qkv_status qkv_gemm_run(const qkv_gemm_kernels *g, const qkv_threadpool *tp, qkv
                     {NULL, NULL, NULL, 0, 0}, 0, 0, 0, 0};
     const size_t slots = qkv_tasks_for(cl.p.parallel ? tp : NULL, max_items(g, &cl.p, m, n));
     qkv_arena ar = qkv_arena_sizer();
-    layout(&ar, g, ta, tb, m, n, k, slots, &cl.w);
+    layout(&ar, g, ta, tb, m, n, k, cl.p.pack_a, slots, &cl.w);
     const size_t need = qkv_arena_bytes(&ar);
     if (need == 0)
         return QKV_ERR_SIZE;
@@ -492,7 +527,7 @@ qkv_status qkv_gemm_run(const qkv_gemm_kernels *g, const qkv_threadpool *tp, qkv
         return QKV_ERR_SIZE;
     }
     ar = qkv_arena_on(ws);
-    layout(&ar, g, ta, tb, m, n, k, slots, &cl.w);
+    layout(&ar, g, ta, tb, m, n, k, cl.p.pack_a, slots, &cl.w);
     gemm_run(&cl, tp);
     free(owned);
     return QKV_OK;
