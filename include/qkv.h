@@ -131,7 +131,7 @@ typedef enum qkv_trans { QKV_NOTRANS = 0, QKV_TRANS = 1 } qkv_trans;
    Status: QKV_ERR_ARG for a bad ta/tb, an ld below its minimum, or a NULL a, b (k > 0) or c;
    the ld checks hold whatever m, n, k are (m == 0 with lda = 1 < k is QKV_ERR_ARG);
    QKV_ERR_SIZE if a matrix would span more than PTRDIFF_MAX bytes; QKV_ERR_NOMEM if the
-   packing workspace (allocated once per call, at most KC x NC + MC x KC + MR x NR floats of
+   packing workspace (allocated once per call, at most KC x NC + MC x KC floats of
    the active ISA's blocking on this machine, about 10 MiB for AVX2 with a 2 MiB L2; none
    for small products of row-major matrices) cannot be allocated.
    C must not overlap A or B. On any error C is unchanged. Thread-safe; single-threaded. */

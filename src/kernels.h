@@ -50,8 +50,7 @@ typedef void (*qkv_softmax_fn)(const float *x, float *y, size_t n, float scale);
  *   cs_a = lda). B is always a packed micropanel. beta == 0 means C is only written (never
  *   read, so NaN or garbage there does not propagate). k >= 1. The kernel reads only the
  *   MR x k elements A(i, p) and b[0 .. k*NR). Edge tiles are the driver's business: it
- *   packs a partial row panel (zero rows), points c at an MR x NR scratch tile (ldc = NR,
- *   beta = 0) for a partial tile and merges the valid part into C itself.
+ *   calls ukernel_sup on their valid part.
  *
  * ukernel_sup(m, n, k, a, rs_a, cs_a, b, ldb, c, ldc, alpha, beta): the same product on an
  *   m x n corner of the tile, 1 <= m <= MR, 1 <= n <= NR, with B read in place (the BLIS
@@ -59,7 +58,9 @@ typedef void (*qkv_softmax_fn)(const float *x, float *y, size_t n, float scale);
  *   C[i * ldc + j] = alpha * sum_{p < k} A(i, p) * b[p * ldb + j] + beta * C[i * ldc + j]
  *   for i < m, j < n, A(i, p) as above (in place). It reads only A(i < m, p < k) and
  *   b[p * ldb + j] for j < n, writes only C(i < m, j < n) (masked vectors for n < NR), and
- *   keeps beta == 0 write-only. The driver calls it on row-major A and B, no workspace.
+ *   keeps beta == 0 write-only. The driver calls it on row-major A and B, no workspace,
+ *   and on the edge tiles of the blocked path (A packed or in place, B a packed
+ *   micropanel, ldb = NR).
  *
  * M = 1 (decode) skips packing; two streaming kernels read the operands in place:
  *   gemv_t(n, k, alpha, x, b, ldb, beta, y): y[j] = alpha * sum_p x[p] * b[j * ldb + p] + beta * y[j]

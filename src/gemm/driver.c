@@ -9,20 +9,20 @@
  *                          row by row)
  *   small or m skinny, A and B row-major: no packing, ukernel_sup on both in place
  *   otherwise              blocked: for jc (NC columns) / pc (KC depth, pack B) / ic (MC
- *                          rows; pack A if transposed, else read in place) / jr (NR) /
- *                          ir (MR): microkernel on an MR x NR tile
+ *                          rows; pack A if transposed or in the packed-A order, else read
+ *                          in place) / jr (NR) / ir (MR): microkernel on an MR x NR tile
  * The first KC block applies the caller's beta, later blocks accumulate (beta = 1), so
- * beta == 0 never reads C. Edge tiles go through a scratch tile and only their valid part
- * is merged into C, so nothing outside the m x n window of C is read or written.
+ * beta == 0 never reads C. Edge tiles are ukernel_sup calls on their valid rows and
+ * columns, so nothing outside the m x n window of C is read or written.
  * The tile and blocking sizes come from the table the caller resolved (qkv_gemm and
  * qkv_gemm_ex: the active ISA's, read once per call; drivers pass the one they resolved for
  * the whole call). Threads: the plan below cuts the work into items by shape only and
  * spreads them over the caller's pool (threadpool.h); the results are bit-identical for
- * every thread count. One workspace (the shared packed B block, per task a packed A block
- * or edge panel and a scratch tile; or the gathered x of the m == 1 path) is carved from
- * the caller's memory or allocated once per call.
+ * every thread count. One workspace (the shared packed B block and per task a packed A
+ * block, or the gathered x of the m == 1 path) is carved from the caller's memory or
+ * allocated once per call.
  * Compiled with baseline flags: all arithmetic happens in the ISA kernels, except the
- * O(mn) scaling for k == 0 and the edge merge. */
+ * O(mn) scaling for k == 0. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,14 +45,6 @@ static void scale_c(size_t m, size_t n, float beta, float *c, size_t ldc)
             for (size_t j = 0; j < n; j++)
                 ci[j] *= beta;
     }
-}
-
-/* the valid rows x cols of a scratch tile t (already alpha * AB) into C */
-static void merge_tile(size_t rows, size_t cols, const float *t, size_t ldt, float beta, float *c, size_t ldc)
-{
-    for (size_t i = 0; i < rows; i++)
-        for (size_t j = 0; j < cols; j++)
-            c[i * ldc + j] = beta == 0.0f ? t[i * ldt + j] : t[i * ldt + j] + beta * c[i * ldc + j];
 }
 
 /* The blocking of one call: the ISA's blocking for this machine (qkv_gemm_blocking_of:
@@ -211,19 +203,18 @@ static size_t max_items(const qkv_gemm_kernels *g, const gemm_plan *p, size_t m,
 
 /* The workspace of one call with the kernels g and n_slots task slots, in arena order:
    the gathered x of the m == 1 path (shared), or the packed B block (shared) and per slot
-   the packed A block (or edge panel) and the scratch tile of the blocked path. A row-major
-   A is read in place, so only a partial last row panel of it is packed (MR x kc); in the
-   packed-A order A is packed whole (mc x kc). */
+   the packed A block of the blocked path (mc x kc, where A is transposed or in the
+   packed-A order; a row-major A read in place needs none). */
 typedef struct gemm_ws {
     float *x, *bp;
-    float *slots;            /* slot t at slots + t * slot_len: its A block, then its tile */
-    size_t slot_len, tile_off;
+    float *slots;    /* slot t at slots + t * slot_len: its A block */
+    size_t slot_len; /* 0: no A blocks */
 } gemm_ws;
 
 static void layout(qkv_arena *ar, const qkv_gemm_kernels *g, qkv_trans ta, qkv_trans tb, size_t m, size_t n,
                    size_t k, int pack_a, size_t n_slots, gemm_ws *w)
 {
-    *w = (gemm_ws){NULL, NULL, NULL, 0, 0};
+    *w = (gemm_ws){NULL, NULL, NULL, 0};
     if (m == 1) {
         if (ta == QKV_TRANS && tb == QKV_TRANS)
             w->x = qkv_arena_floats(ar, k);
@@ -231,10 +222,10 @@ static void layout(qkv_arena *ar, const qkv_gemm_kernels *g, qkv_trans ta, qkv_t
     }
     const blocking b = plan(g, pack_a, m, n, k);
     w->bp = qkv_arena_floats(ar, b.kc * b.nc);
-    /* both parts of a slot 64-byte aligned: lengths rounded up to 16 floats */
-    w->tile_off = qkv_round_up((ta == QKV_TRANS || pack_a ? b.mc : g->mr) * b.kc, 16);
-    w->slot_len = w->tile_off + qkv_round_up(g->mr * g->nr, 16);
-    w->slots = qkv_arena_array(ar, w->slot_len, n_slots);
+    if (ta == QKV_TRANS || pack_a) { /* each slot 64-byte aligned: rounded up to 16 floats */
+        w->slot_len = qkv_round_up(b.mc * b.kc, 16);
+        w->slots = qkv_arena_array(ar, w->slot_len, n_slots);
+    }
 }
 
 size_t qkv_gemm_ws_bytes(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k, size_t n_threads)
@@ -272,45 +263,44 @@ size_t qkv_gemm_workspace_size(size_t m, size_t n, size_t k, size_t n_threads)
 }
 
 /* The A operand of one macro-kernel: row panel ir (a multiple of MR) starts at
-   a + ir * step, A(i, p) of it at [i * rs + p * cs]. Panels at or past n_full are the
-   packed partial panel edge (rs = 1, cs = MR). */
+   a + ir * step, A(i, p) of it at [i * rs + p * cs] (packed: rs = 1, cs = MR, step kc;
+   in place: rs = lda, cs = 1, step lda) */
 typedef struct a_block {
-    const float *a, *edge;
-    size_t rs, cs, step, n_full;
+    const float *a;
+    size_t rs, cs, step;
 } a_block;
 
-/* tile (ir, jr) of a macro-kernel: C(ir.., jr..) = alpha * A panel ir * B panel jr + beta C */
+/* tile (ir, jr) of a macro-kernel: C(ir.., jr..) = alpha * A panel ir * B panel jr + beta C.
+   An edge tile (fewer than MR rows or NR columns left) is ukernel_sup on its valid part:
+   only its rows of A are read (a partial row panel in place needs no padding), masked
+   columns write only its part of C, and no work is spent on the padding of a full tile. */
 static inline void macro_tile(const qkv_gemm_kernels *g, size_t mc, size_t nc, size_t kc, float alpha,
-                              const a_block *A, const float *bp, float beta, float *c, size_t ldc, float *tile,
-                              size_t ir, size_t jr)
+                              const a_block *A, const float *bp, float beta, float *c, size_t ldc, size_t ir,
+                              size_t jr)
 {
     const size_t MR = g->mr, NR = g->nr, mr = qkv_min(MR, mc - ir), nr = qkv_min(NR, nc - jr);
-    const int full = ir < A->n_full;
-    const float *a_panel = full ? A->a + ir * A->step : A->edge, *b_panel = bp + jr * kc;
-    const size_t rs = full ? A->rs : 1, cs = full ? A->cs : MR;
+    const float *a_panel = A->a + ir * A->step, *b_panel = bp + jr * kc;
     float *cij = c + ir * ldc + jr;
-    if (mr == MR && nr == NR) {
-        g->ukernel(kc, a_panel, rs, cs, b_panel, cij, ldc, alpha, beta);
-    } else {
-        g->ukernel(kc, a_panel, rs, cs, b_panel, tile, NR, alpha, 0.0f);
-        merge_tile(mr, nr, tile, NR, beta, cij, ldc);
-    }
+    if (mr == MR && nr == NR)
+        g->ukernel(kc, a_panel, A->rs, A->cs, b_panel, cij, ldc, alpha, beta);
+    else
+        g->ukernel_sup(mr, nr, kc, a_panel, A->rs, A->cs, b_panel, NR, cij, ldc, alpha, beta);
 }
 
 /* mc x nc block of C = alpha * A (mc x kc) * packed B (kc x nc) + beta * C, in the order of
    the plan: a_outer (packed A) keeps an A micropanel in L1 over the jr loop, else a B
    micropanel stays in L1 over the ir loop. Either way each tile is the same ukernel call. */
 static void macro_kernel(const qkv_gemm_kernels *g, int a_outer, size_t mc, size_t nc, size_t kc, float alpha,
-                         const a_block *A, const float *bp, float beta, float *c, size_t ldc, float *tile)
+                         const a_block *A, const float *bp, float beta, float *c, size_t ldc)
 {
     if (a_outer) {
         for (size_t ir = 0; ir < mc; ir += g->mr)
             for (size_t jr = 0; jr < nc; jr += g->nr)
-                macro_tile(g, mc, nc, kc, alpha, A, bp, beta, c, ldc, tile, ir, jr);
+                macro_tile(g, mc, nc, kc, alpha, A, bp, beta, c, ldc, ir, jr);
     } else {
         for (size_t jr = 0; jr < nc; jr += g->nr)
             for (size_t ir = 0; ir < mc; ir += g->mr)
-                macro_tile(g, mc, nc, kc, alpha, A, bp, beta, c, ldc, tile, ir, jr);
+                macro_tile(g, mc, nc, kc, alpha, A, bp, beta, c, ldc, ir, jr);
     }
 }
 
@@ -340,7 +330,7 @@ static void pack_b_item(void *ctx, size_t i, size_t slot)
     qkv_gemm_pack_b(cl->tb, cl->kc, cols, src, cl->ldb, NR, cl->w.bp + j0 * cl->kc);
 }
 
-/* item (ic block, column chunk) of the current block, with scratch slot `slot` */
+/* item (ic block, column chunk) of the current block, with workspace slot `slot` */
 static void compute_item(void *ctx, size_t item, size_t slot)
 {
     const gemm_call *cl = ctx;
@@ -349,28 +339,23 @@ static void compute_item(void *ctx, size_t item, size_t slot)
     if (j0 >= cl->nc)
         return; /* the last nc block may be narrower: fewer chunks */
     const size_t mc = qkv_min(cl->p.b.mc, cl->m - ic), cols = qkv_min(cl->p.col_chunk, cl->nc - j0);
-    float *ap = cl->w.slots + slot * cl->w.slot_len, *tile = ap + cl->w.tile_off;
     /* In the packed-A order the item packs its rows of A (a transposed A would put each k
        step on its own cache line; a row-major one is packed where it meets enough B
-       panels to pay). Otherwise a row-major A is read in place: per k step the microkernel
-       broadcasts one float from each of MR rows, which walk forward together, so a row
-       panel costs MR streams of L1 lines, the same lines packing would have read, without
-       the copy; only a partial last row panel is packed, to zero-pad it. */
+       panels to pay, or where its rows crowd an L1 set). Otherwise a row-major A is read
+       in place: per k step the microkernel broadcasts one float from each of MR rows,
+       which walk forward together, so a row panel costs MR streams of L1 lines, the same
+       lines packing would have read, without the copy. */
     const size_t a_rs = cl->ta == QKV_TRANS ? 1 : cl->lda, a_cs = cl->ta == QKV_TRANS ? cl->lda : 1;
     const float *a_ic = cl->a + ic * a_rs + cl->pc * a_cs; /* op(A)(ic, pc) */
-    a_block A;
+    a_block A = {a_ic, a_rs, a_cs, a_rs};
     if (cl->ta == QKV_TRANS || cl->p.pack_a) {
+        float *ap = cl->w.slots + slot * cl->w.slot_len;
         qkv_gemm_pack_a(cl->ta, mc, cl->kc, a_ic, cl->lda, MR, ap);
-        A = (a_block){ap, ap, 1, MR, cl->kc, mc};
-    } else {
-        const size_t n_full = mc - mc % MR;
-        if (n_full < mc)
-            qkv_gemm_pack_a(cl->ta, mc - n_full, cl->kc, a_ic + n_full * a_rs, cl->lda, MR, ap);
-        A = (a_block){a_ic, ap, a_rs, a_cs, a_rs, n_full};
+        A = (a_block){ap, 1, MR, cl->kc};
     }
     const float beta = cl->pc == 0 ? cl->beta : 1.0f; /* later k blocks accumulate */
     macro_kernel(cl->g, cl->p.pack_a, mc, cols, cl->kc, cl->alpha, &A, cl->w.bp + j0 * cl->kc, beta,
-                 cl->c + ic * cl->ldc + cl->jc + j0, cl->ldc, tile);
+                 cl->c + ic * cl->ldc + cl->jc + j0, cl->ldc);
 }
 
 /* m == 1, item i: output columns [i gemv_cols, ...) (all of them when not parallel). op(A)
@@ -509,7 +494,7 @@ qkv_status qkv_gemm_run(const qkv_gemm_kernels *g, const qkv_threadpool *tp, qkv
         return QKV_OK;
     }
     gemm_call cl = {g, ta, tb, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, make_plan(g, ta, lda, m, n, k),
-                    {NULL, NULL, NULL, 0, 0}, 0, 0, 0, 0};
+                    {NULL, NULL, NULL, 0}, 0, 0, 0, 0};
     const size_t slots = qkv_tasks_for(cl.p.parallel ? tp : NULL, max_items(g, &cl.p, m, n));
     qkv_arena ar = qkv_arena_sizer();
     layout(&ar, g, ta, tb, m, n, k, cl.p.pack_a, slots, &cl.w);
