@@ -66,12 +66,11 @@ qkv_gemm_blocking qkv_gemm_blocking_derive(size_t mr, size_t nr, const qkv_cache
     if (half_rate) { /* the A micropanel alone in half of L1, the B block from L3; rows of A
                         crowding L1 are packed */
         if (w1 != 0) {
+            b.kc_pa = clamp(qkv_max(b.kc, caches->l1d.size / 2 / (mr * s) / 16 * 16), QKV_GEMM_KC_MIN, QKV_GEMM_KC_MAX);
             b.pa_crowd = caches->l1d.ways / 2;
             b.l1_way = w1;
             b.l1_line = caches->l1d.line;
         }
-        if (w1 != 0)
-            b.kc_pa = clamp(qkv_max(b.kc, caches->l1d.size / 2 / (mr * s) / 16 * 16), QKV_GEMM_KC_MIN, QKV_GEMM_KC_MAX);
         b.nc_l2 = nc_from_l3(&caches->l3, nr, b.mc, b.kc_pa, b.nc);
         return b;
     }
