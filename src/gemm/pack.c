@@ -73,14 +73,17 @@ static inline void prefetch(const float *base, size_t offset)
     __builtin_prefetch((const void *)((uintptr_t)base + offset * sizeof(float)));
 }
 
-/* n floats from src to dst; the panel widths of the tables are constants here, so the copy
-   is inline moves rather than a call per k step */
+/* n floats from src to dst; the panel widths of the tables (MR 4, 6, 8, 12 for A^T; NR 4,
+   12, 16, 32 for B) are constants here, so the copy is inline moves rather than a call per
+   k step */
 static inline void copy_lanes(float *restrict dst, const float *restrict src, size_t n)
 {
     switch (n) {
+    case 4: memcpy(dst, src, 4 * sizeof(float)); break;
+    case 6: memcpy(dst, src, 6 * sizeof(float)); break;
+    case 8: memcpy(dst, src, 8 * sizeof(float)); break;
     case 12: memcpy(dst, src, 12 * sizeof(float)); break;
     case 16: memcpy(dst, src, 16 * sizeof(float)); break;
-    case 24: memcpy(dst, src, 24 * sizeof(float)); break;
     case 32: memcpy(dst, src, 32 * sizeof(float)); break;
     default: memcpy(dst, src, n * sizeof(float)); break;
     }
