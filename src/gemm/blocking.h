@@ -87,7 +87,12 @@ enum {
          takes the packed-A order whatever n is, since conflict misses on the rows read in
          place cost more there than packing (Zen 4, 5 alternated runs: 4096 x 64 x 4096
          34.6 -> 30.9 ms; lda 4112 instead of 4096 had given 23.4 against 27.7 ms in place);
-         elsewhere 0 (by shape only, as measured on the Xeon).
+         elsewhere 0 (by shape only, as measured on the Xeon). Not for AVX2 6 x 16 on the
+         same Zen 4 (full rate, 6 rows of lda 1024 floats in one set): the packed-A order
+         where the rows crowd, interleaved in one process, medians: 1024 x 64 x 1024 1.29
+         -> 1.52 ms, 1024^3 25.7 -> 25.8 ms, 4096 x 64 x 4096 33.2 -> 32.6 ms; packing A in
+         the in-place order instead: 1.50, 27.8, 32.3 ms. Padding lda or ldc by 16 floats
+         changed none of them beyond noise.
    Every value is clamped to the ranges above; a level that is unknown (size 0) keeps the
    fallback's value for what it sets (fallback: the ISA's constants in kernels/<isa>.c; NC_L2
    then is NC, KC_PA is KC). */
