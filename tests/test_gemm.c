@@ -153,6 +153,10 @@ static void test_shapes(void)
     gemm_case crowd = {QKV_NOTRANS, QKV_NOTRANS, 13 * MR + 5, 3 * NR + 1, 1000, 1024, 3 * NR + 1, 3 * NR + 1,
                        1.0f, 0.5f, 0};
     run_case(&crowd);
+    /* ... with enough rows that an item of that order has several row panels, the last
+       one partial (packed and run a panel at a time) */
+    crowd.m = 40 * MR + 5;
+    run_case(&crowd);
     /* k == 0 and the empty shapes */
     run_shape(5, 7, 0, &counter);
     run_shape(0, 7, 5, &counter);

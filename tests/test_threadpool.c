@@ -127,6 +127,8 @@ static const shape kShapes[] = {
     {130, 1030, 600}, /* several KC blocks, column chunks */
     {333, 5000, 33},  /* several NC blocks */
     {1, 300, 5000},
+    {200, 70, 1021},  /* row-major A of lda 1024 (k + 3): rows crowd an L1 set, so on a
+                         half-rate AVX-512 core the packed-A order, a panel at a time */
 #endif
 };
 
