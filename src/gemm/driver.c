@@ -121,6 +121,8 @@ typedef struct gemm_plan {
     size_t n_jr;      /* column chunks per nc block */
     size_t n_ic;      /* row blocks */
     int pack_a;       /* the packed-A order (see above): A packed per item, ir outside jr */
+    size_t a_group;   /* rows of A an item packs at a time: MR where a row-major A is packed
+                         for crowding alone (compute_item), else its MC; 0: A not packed */
     int parallel;     /* 0: below the size where threads pay */
 } gemm_plan;
 
@@ -183,6 +185,11 @@ static gemm_plan make_plan(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, 
     n_jr = qkv_min(n_jr, qkv_max(1, p.b.nc / COL_CHUNK_MIN));
     p.col_chunk = qkv_round_up((p.b.nc + n_jr - 1) / n_jr, g->nr);
     p.n_jr = (p.b.nc + p.col_chunk - 1) / p.col_chunk;
+    p.a_group = 0;
+    if (p.pack_a && ta == QKV_NOTRANS && !packs_a_by_shape(g, ta, n))
+        p.a_group = g->mr; /* packed for crowding alone */
+    else if (p.pack_a || ta == QKV_TRANS)
+        p.a_group = p.b.mc;
     p.gemv_cols = qkv_max(GEMV_COLS, qkv_round_up((n + GEMV_ITEMS - 1) / GEMV_ITEMS, 128));
     if (m == 1)
         p.parallel = (double)n * (double)k * sizeof(float) >= PARALLEL_BYTES;
@@ -355,39 +362,37 @@ static void compute_item(void *ctx, size_t item, size_t slot)
     const float beta = cl->pc == 0 ? cl->beta : 1.0f; /* later k blocks accumulate */
     float *c_ic = cl->c + ic * cl->ldc + cl->jc + j0;
     const float *bp = cl->w.bp + j0 * cl->kc;
-    if (cl->p.pack_a && cl->ta == QKV_NOTRANS && !packs_a_by_shape(cl->g, cl->ta, cl->n)) {
-        /* A row-major A packed because its rows crowd an L1 set, with fewer B panels than
-           the shape rule asks for (n = 64: 2 tiles a panel), so packing is a large part of
-           the time and the rows come from memory: one row panel at a time, pack its MR
-           rows, ask for the next panel's rows (towards L2), then run the panel over the
-           item's columns. The rows of A, a stride apart and read in short runs the
-           hardware prefetchers pick up late, arrive while the tiles compute (packing the
-           whole MC block first left each row's first lines to memory latency). The tiles
-           are the same ukernel calls on the same values. bench_ab on Zen 4 (AVX-512, 5
-           rounds x 3): 4096 x 64 x 4096 30.6 -> 26.9 ms on one thread (bench_gemm),
-           16.0 -> 13.9 ms on two (p < 0.001 both); 256^3, 512^3, 1024^3 unchanged. Not
-           where the shape rule packs: 512^3 (16 B panels a row panel) on two threads ran
-           1.44 -> 1.72 ms (p < 0.001) this way. */
-        float *ap = cl->w.slots + slot * cl->w.slot_len;
-        const size_t line = 64 / sizeof(float);
-        for (size_t ir = 0; ir < mc; ir += MR) {
-            const size_t rows = qkv_min(MR, mc - ir);
-            qkv_gemm_pack_a(QKV_NOTRANS, rows, cl->kc, a_ic + ir * cl->lda, cl->lda, MR, ap);
+    if (cl->p.a_group == 0) {
+        const a_block A = {a_ic, a_rs, a_cs, a_rs};
+        macro_kernel(cl->g, 0, mc, cols, cl->kc, cl->alpha, &A, bp, beta, c_ic, cl->ldc);
+        return;
+    }
+    /* A packed a group of rows at a time (a_group), each group run over the item's columns
+       right after. The group is the whole MC block, except for a row-major A packed because
+       its rows crowd an L1 set with fewer B panels than the shape rule asks for (n = 64: 2
+       tiles a panel): there packing is a large part of the time and the rows come from
+       memory, so the group is one MR-row panel, and the next panel's rows are asked for
+       (towards L2) before its tiles run. The rows of A, a stride apart and read in short
+       runs the hardware prefetchers pick up late, arrive while the tiles compute (packing
+       the whole MC block first left each row's first lines to memory latency). Either way
+       the tiles are the same ukernel calls on the same values. bench_ab on Zen 4 (AVX-512,
+       5 rounds x 3): 4096 x 64 x 4096 30.6 -> 26.9 ms on one thread (bench_gemm),
+       16.0 -> 13.9 ms on two (p < 0.001 both); 256^3, 512^3, 1024^3 unchanged. Not where
+       the shape rule packs: 512^3 (16 B panels a row panel) on two threads ran
+       1.44 -> 1.72 ms (p < 0.001) panel by panel. */
+    float *ap = cl->w.slots + slot * cl->w.slot_len;
+    const size_t group = cl->p.a_group, line = 64 / sizeof(float);
+    for (size_t ir = 0; ir < mc; ir += group) {
+        const size_t rows = qkv_min(group, mc - ir);
+        qkv_gemm_pack_a(cl->ta, rows, cl->kc, a_ic + ir * a_rs, cl->lda, MR, ap);
+        if (group < mc) /* panel by panel, so row-major: the next panel's rows */
             for (size_t i = ir + MR; i < qkv_min(ir + 2 * MR, mc); i++)
                 for (size_t p = 0; p < cl->kc; p += line)
                     __builtin_prefetch(a_ic + i * cl->lda + p, 0, 2);
-            const a_block panel = {ap, 1, MR, cl->kc};
-            macro_kernel(cl->g, 1, rows, cols, cl->kc, cl->alpha, &panel, bp, beta, c_ic + ir * cl->ldc, cl->ldc);
-        }
-        return;
+        const a_block A = {ap, 1, MR, cl->kc};
+        macro_kernel(cl->g, cl->p.pack_a, rows, cols, cl->kc, cl->alpha, &A, bp, beta, c_ic + ir * cl->ldc,
+                     cl->ldc);
     }
-    a_block A = {a_ic, a_rs, a_cs, a_rs};
-    if (cl->ta == QKV_TRANS || cl->p.pack_a) {
-        float *ap = cl->w.slots + slot * cl->w.slot_len;
-        qkv_gemm_pack_a(cl->ta, mc, cl->kc, a_ic, cl->lda, MR, ap);
-        A = (a_block){ap, 1, MR, cl->kc};
-    }
-    macro_kernel(cl->g, cl->p.pack_a, mc, cols, cl->kc, cl->alpha, &A, bp, beta, c_ic, cl->ldc);
 }
 
 /* m == 1, item i: output columns [i gemv_cols, ...) (all of them when not parallel). op(A)
