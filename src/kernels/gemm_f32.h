@@ -424,11 +424,17 @@ static inline void QKV_FN(gemv_store)(float *y, size_t w, vf acc, float alpha, f
  * gemv_n walks B a column block at a time: 8 vectors of every row, rows ldb apart, so a B
  * of many MiB is read in 512-byte pieces spread over all of its pages, and neither the
  * hardware prefetcher nor the TLB keeps up. gemv_ns reads B row by row instead: columns in
- * chunks of GEMV_NS_COLS, four rows at a time, each row a contiguous segment of the chunk
- * (prefetched GEMV_NS_PF rows ahead), the partial sums of the chunk in an L1 buffer. Each
- * y[j] is one chain of FMAs over p in order, then alpha and beta: the same in every
- * chunking of the columns. */
-enum { GEMV_NS_COLS = 1024, GEMV_NS_PF = 8 };
+ * chunks of GEMV_NS_COLS, four rows at a time, each row a contiguous segment of the chunk,
+ * the partial sums of the chunk in an L1 buffer. Each y[j] is one chain of FMAs over p in
+ * order, then alpha and beta: the same in every chunking of the columns.
+ * No software prefetch: the row segments are streams the hardware prefetchers follow, and a
+ * prefetch per line of each row (one per vector on AVX-512) took load slots the loads of B
+ * need. On Zen 4, interleaved in one process, medians, a prefetch 8 rows ahead against none:
+ * B from L3 1x1024x1024 85.8 -> 73.4 us (one thread), 46.1 -> 37.8 us (two), 1x4096x256
+ * 69.5 -> 50.4 us (AVX2 62.8 -> 49.1), 1x16384x64 73.3 -> 55.0 us; B from memory (1x4096x4096)
+ * within +-3% either way. Chunks of 2048 or 4096 columns (the buffer then leaves L1) were
+ * slower from L3: 1x4096x256 58.6 and 59.0 us. */
+enum { GEMV_NS_COLS = 1024 };
 
 static inline __attribute__((always_inline)) void QKV_FN(gemv_ns_rows)(const int R, size_t cols, const float *xs,
                                                                        const float *b, size_t ldb, float *acc)
@@ -441,11 +447,8 @@ static inline __attribute__((always_inline)) void QKV_FN(gemv_ns_rows)(const int
     for (; j + VL <= cols; j += VL) {
         vf a = vf_load(acc + j);
         GEMM_UNROLL
-        for (int r = 0; r < R; r++) {
-            if ((j * sizeof(float)) % 64 == 0) /* integer arithmetic: the row may lie past B */
-                __builtin_prefetch((const void *)((uintptr_t)b + ((r + GEMV_NS_PF) * ldb + j) * sizeof(float)));
+        for (int r = 0; r < R; r++)
             a = vf_fma(xv[r], vf_load(b + r * ldb + j), a);
-        }
         vf_store(acc + j, a);
     }
     if (j < cols) {
