@@ -136,7 +136,7 @@ typedef struct gemm_plan {
     size_t n_ic;      /* row blocks */
     int pack_a;       /* the packed-A order (see above): A packed per item, ir outside jr */
     size_t a_group;   /* rows of A an item packs at a time: MR where a row-major A is packed
-                         for crowding alone (compute_item), else its MC; 0: A not packed */
+                         for crowding alone (block_item), else its MC; 0: A not packed */
     int parallel;     /* 0: below the size where threads pay */
     int narrow;       /* the narrow order (see above): op(B) packed whole, pc inside items */
 } gemm_plan;
@@ -223,6 +223,12 @@ static gemm_plan make_plan(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, 
     return p;
 }
 
+/* B packing items of a block of `cols` columns: groups of B_PANELS NR-wide panels */
+static size_t b_groups(const qkv_gemm_kernels *g, size_t cols)
+{
+    return ((cols + g->nr - 1) / g->nr + B_PANELS - 1) / B_PANELS;
+}
+
 /* the most items any phase of the call has: it never runs more tasks */
 static size_t max_items(const qkv_gemm_kernels *g, const gemm_plan *p, size_t m, size_t n, size_t k)
 {
@@ -230,9 +236,8 @@ static size_t max_items(const qkv_gemm_kernels *g, const gemm_plan *p, size_t m,
         return 1;
     if (m == 1)
         return (n + p->gemv_cols - 1) / p->gemv_cols;
-    const size_t b_items = (p->b.nc / g->nr + B_PANELS - 1) / B_PANELS;
     const size_t k_blocks = p->narrow ? (k + p->b.kc - 1) / p->b.kc : 1;
-    return qkv_max(k_blocks * b_items, p->n_ic * p->n_jr);
+    return qkv_max(k_blocks * b_groups(g, p->b.nc), p->n_ic * p->n_jr);
 }
 
 /* The workspace of one call with the kernels g and n_slots task slots, in arena order:
@@ -382,7 +387,7 @@ static void pack_b_narrow_item(void *ctx, size_t i, size_t slot)
 {
     const gemm_call *cl = ctx;
     (void)slot;
-    const size_t NR = cl->g->nr, groups = (cl->n + B_PANELS * NR - 1) / (B_PANELS * NR);
+    const size_t NR = cl->g->nr, groups = b_groups(cl->g, cl->n);
     const size_t q = i / groups, pc = q * cl->p.b.kc;
     pack_b_group(cl, pc, qkv_min(cl->p.b.kc, cl->k - pc), 0, cl->n, (i % groups) * B_PANELS * NR,
                  cl->w.bp + q * cl->p.b.kc * cl->p.b.nc);
@@ -484,10 +489,9 @@ static void gemm_run(gemm_call *cl, const qkv_threadpool *tp)
         qkv_parallel_for(pool, cl->p.parallel ? (cl->n + cl->p.gemv_cols - 1) / cl->p.gemv_cols : 1, row_item, cl);
         return;
     }
-    const size_t NR = cl->g->nr;
     if (cl->p.narrow) { /* jc = 0, nc = n */
-        const size_t groups = (cl->n + B_PANELS * NR - 1) / (B_PANELS * NR);
-        qkv_parallel_for(pool, (cl->k + cl->p.b.kc - 1) / cl->p.b.kc * groups, pack_b_narrow_item, cl);
+        qkv_parallel_for(pool, (cl->k + cl->p.b.kc - 1) / cl->p.b.kc * b_groups(cl->g, cl->n), pack_b_narrow_item,
+                         cl);
         qkv_parallel_for(pool, cl->p.n_ic, narrow_item, cl);
         return;
     }
@@ -495,8 +499,7 @@ static void gemm_run(gemm_call *cl, const qkv_threadpool *tp)
         cl->nc = qkv_min(cl->p.b.nc, cl->n - cl->jc);
         for (cl->pc = 0; cl->pc < cl->k; cl->pc += cl->p.b.kc) {
             cl->kc = qkv_min(cl->p.b.kc, cl->k - cl->pc);
-            const size_t panels = (cl->nc + NR - 1) / NR;
-            qkv_parallel_for(pool, (panels + B_PANELS - 1) / B_PANELS, pack_b_item, cl);
+            qkv_parallel_for(pool, b_groups(cl->g, cl->nc), pack_b_item, cl);
             qkv_parallel_for(pool, cl->p.n_ic * cl->p.n_jr, compute_item, cl);
         }
     }
