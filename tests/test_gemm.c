@@ -327,9 +327,33 @@ static void test_blocking_model(void)
         }
 }
 
+/* QKV_GEMM_BLOCKING's parser: a valid text sets MC, KC, NC for both orders and keeps the
+   fields it does not name (the L1 facts, the crowding rule) as derived; an invalid one
+   leaves everything as it was */
+static void test_blocking_parse(void)
+{
+    const qkv_gemm_blocking derived = {.mc = 1224, .kc = 160, .nc = 4096, .l2_way = 131072, .nc_l2 = 800,
+                                       .kc_pa = 336, .pa_crowd = 4, .l1_way = 4096, .l1_line = 64};
+    qkv_gemm_blocking b = derived;
+    CHECK(qkv_gemm_blocking_parse("216,128,2048", 12, 32, &b) == 1, "parse: valid text accepted");
+    CHECK(b.mc == 216 && b.kc == 128 && b.nc == 2048 && b.kc_pa == 128 && b.nc_l2 == 2048 && b.l2_way == 0,
+          "parse: MC, KC, NC as given, for both orders, MC not adjusted in place");
+    CHECK(b.pa_crowd == derived.pa_crowd && b.l1_way == derived.l1_way && b.l1_line == derived.l1_line,
+          "parse: the fields the text does not name keep their derived values");
+    const char *bad[] = {"", "216,128", "216,128,2048,1", "210,128,2048", "216,8,2048", "216,4096,2048",
+                         "216,128,2040", "216,128,16384", "0,128,2048", "216,,2048", "216,128,2048x",
+                         "-216,128,2048", "12345678,128,2048", "show"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        b = derived;
+        CHECK(qkv_gemm_blocking_parse(bad[i], 12, 32, &b) == 0 && memcmp(&b, &derived, sizeof b) == 0,
+              "parse: an invalid text is refused and leaves the blocking unchanged");
+    }
+}
+
 int main(void)
 {
     test_blocking_model();
+    test_blocking_parse();
     qkv_isa isas[QKV_ISA_COUNT];
     const int n_isa = isa_list(isas);
     for (int i = 0; i < n_isa; i++) {

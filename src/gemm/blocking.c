@@ -123,7 +123,7 @@ static int parse_size(const char **p, size_t *v)
 
 int qkv_gemm_blocking_parse(const char *text, size_t mr, size_t nr, qkv_gemm_blocking *out)
 {
-    qkv_gemm_blocking b;
+    qkv_gemm_blocking b = *out; /* what the override does not set stays as derived */
     const char *p = text;
     b.l2_way = 0; /* used as given: no in-place adjustment of MC */
     if (p == NULL || !parse_size(&p, &b.mc) || *p++ != ',' || !parse_size(&p, &b.kc) || *p++ != ',' ||

@@ -115,7 +115,9 @@ size_t qkv_gemm_mc_in_place(const qkv_gemm_blocking *b, size_t mr, size_t lda, s
    numbers with MC a multiple of MR in [MR, QKV_GEMM_MC_MAX], KC in [QKV_GEMM_KC_MIN,
    QKV_GEMM_KC_MAX], NC a multiple of NR in [NR, QKV_GEMM_NC_MAX]; else 0 and *out unchanged.
    Its MC is used as given for every A (l2_way = 0: no in-place adjustment), its KC and NC
-   for both loop orders (kc_pa = kc, nc_l2 = nc). */
+   for both loop orders (kc_pa = kc, nc_l2 = nc). The fields it does not set (pa_crowd,
+   l1_way, l1_line: the L1 facts and the crowding rule of this core) keep the values *out
+   holds on entry, the derived ones. */
 int qkv_gemm_blocking_parse(const char *text, size_t mr, size_t nr, qkv_gemm_blocking *out);
 
 #endif
