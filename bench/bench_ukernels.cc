@@ -39,7 +39,7 @@ void bench_ukernel(benchmark::State &st, qkv_isa isa, std::size_t k, bool inplac
     qkv_bench::fill_uniform(b.get(), k * nr, -1, 1, 2);
     const std::size_t rs = inplace ? k : 1, cs = inplace ? 1 : mr;
     for (auto _ : st) {
-        g->ukernel(k, a.get(), rs, cs, b.get(), c.get(), nr, 1.0f, 1.0f);
+        g->ukernel(k, a.get(), rs, cs, b.get(), c.get(), nr, 1.0f, 1.0f, nullptr);
         benchmark::DoNotOptimize(c.get());
         benchmark::ClobberMemory();
     }

@@ -42,7 +42,7 @@ typedef void (*qkv_softmax_fn)(const float *x, float *y, size_t n, float scale);
  * of the matrix are zero. The packed blocks start 64-byte aligned; the kernels use
  * unaligned loads, so micropanels inside a block need not be.
  *
- * ukernel(k, a, rs_a, cs_a, b, c, ldc, alpha, beta):
+ * ukernel(k, a, rs_a, cs_a, b, c, ldc, alpha, beta, c_next):
  *   C[i * ldc + j] = alpha * sum_{p < k} A(i, p) * b[p * NR + j] + beta * C[i * ldc + j],
  *   A(i, p) = a[i * rs_a + p * cs_a], for all i < MR, j < NR: the full tile, always.
  *   A is a packed micropanel (rs_a = 1, cs_a = MR) or, when the driver skips packing A,
@@ -50,7 +50,9 @@ typedef void (*qkv_softmax_fn)(const float *x, float *y, size_t n, float scale);
  *   cs_a = lda). B is always a packed micropanel. beta == 0 means C is only written (never
  *   read, so NaN or garbage there does not propagate). k >= 1. The kernel reads only the
  *   MR x k elements A(i, p) and b[0 .. k*NR). Edge tiles are the driver's business: it
- *   calls ukernel_sup on their valid part.
+ *   calls ukernel_sup on their valid part. c_next: the C tile (same ldc) the caller runs
+ *   next where that is worth asking for ahead, or NULL; the kernel only prefetches its MR
+ *   rows (a hint, never read, may lie past C), and may prefetch B ahead the same way.
  *
  * ukernel_sup(m, n, k, a, rs_a, cs_a, b, ldb, c, ldc, alpha, beta): the same product on an
  *   m x n corner of the tile, 1 <= m <= MR, 1 <= n <= NR, with B read in place (the BLIS
@@ -73,7 +75,7 @@ typedef void (*qkv_softmax_fn)(const float *x, float *y, size_t n, float scale);
  *   otherwise on j or n: the driver splits n into chunks of a multiple of 128 columns for
  *   threads, and a column must come out bit-identical in every chunking. */
 typedef void (*qkv_gemm_ukernel_fn)(size_t k, const float *a, size_t rs_a, size_t cs_a, const float *b, float *c,
-                                    size_t ldc, float alpha, float beta);
+                                    size_t ldc, float alpha, float beta, const float *c_next);
 typedef void (*qkv_gemm_ukernel_sup_fn)(size_t m, size_t n, size_t k, const float *a, size_t rs_a, size_t cs_a,
                                         const float *b, size_t ldb, float *c, size_t ldc, float alpha, float beta);
 typedef void (*qkv_gemv_t_fn)(size_t n, size_t k, float alpha, const float *x, const float *b, size_t ldb,

@@ -396,7 +396,7 @@ static void pv_block(const qkv_gemm_kernels *g, const tile *tl, size_t r, size_t
     if (common)
         for (size_t c0 = 0; c0 < dvp; c0 += NR)
             g->ukernel(all.hi - all.lo, st + all.lo * LDS + r, 1, LDS, vp + c0 * bc + all.lo * NR,
-                       oacc + r * dvp + c0, dvp, 1.0f, 1.0f);
+                       oacc + r * dvp + c0, dvp, 1.0f, 1.0f, NULL);
     for (size_t i = 0; i < rows; i++) {
         const key_range ri = clip(tl->range[r + i], j0, bc);
         const key_range rest[2] = {{ri.lo, common ? all.lo : ri.hi}, {common ? all.hi : ri.hi, ri.hi}};
@@ -479,7 +479,7 @@ static void tiled_tile(const core *c, const tile *tl, const slot_ws *w, key_rang
             }
             for (size_t c0 = 0; c0 < W; c0 += NR) /* a last panel under NR wide: the masked kernel */
                 if (c0 + NR <= W)
-                    g->ukernel(d_k, kr, ld, 1, qt + c0 * d_k, st + r * LDS + c0, LDS, 1.0f, 0.0f);
+                    g->ukernel(d_k, kr, ld, 1, qt + c0 * d_k, st + r * LDS + c0, LDS, 1.0f, 0.0f, NULL);
                 else
                     g->ukernel_sup(MR, W - c0, d_k, kr, ld, 1, qt + c0 * d_k, NR, st + r * LDS + c0, LDS, 1.0f, 0.0f);
         }

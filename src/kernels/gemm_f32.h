@@ -7,6 +7,7 @@
  *   GEMM_MC, GEMM_KC, GEMM_NC   cache blocking (MC % MR == 0, NC % NR == 0)
  *   GEMM_PACK_A_PANELS  optional: the driver's packed-A order from this many B panels on
  *                  (kernels.h, gemm/driver.c); 0 (the default) keeps A in place
+ *   GEMM_PF_B_ROWS optional: software prefetch of B this many k steps ahead (0: none)
  * and gets the constant qkv_gemm_f32_<isa> that the ISA's table points at.
  *
  * Microkernel: a rank-1 update per k step. Load the NV vectors of one B micropanel row,
@@ -24,6 +25,11 @@
 #define GEMM_NR (GEMM_NV * VL)
 #ifndef GEMM_PACK_A_PANELS
 #define GEMM_PACK_A_PANELS 0
+#endif
+/* rows of B ahead that the full tile asks for, a line at a time, each k step (to L1; a hint:
+   computed in integers, it may point past B); 0: none, the hardware prefetchers alone */
+#ifndef GEMM_PF_B_ROWS
+#define GEMM_PF_B_ROWS 0
 #endif
 
 /* gemv_t_multi: rows of B per block (R x GEMV_T_JB accumulators, R <= 4 rows of x);
@@ -51,12 +57,15 @@
 
 /* The tile body, for MRT <= GEMM_MR rows (constant after inlining) and B row p at
    b[p * ldb] (packed: ldb = NR). EDGE = 0: all NR columns; EDGE = 1: only the first nc
-   columns of B are read and of C written (masked vectors; vectors past nc are skipped). */
-static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MRT, const int EDGE, const int ROWS_IN_PLACE, size_t nc, size_t k,
+   columns of B are read and of C written (masked vectors; vectors past nc are skipped).
+   PF_B = 1: a packed B micropanel (ukernel), asked for GEMM_PF_B_ROWS k steps ahead;
+   PF_B = 0: B in place (ukernel_sup: small problems, whose B stays in L1; the prefetches
+   only took load slots there, AVX-512 64^3 +7-9% with them). */
+static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MRT, const int EDGE, const int ROWS_IN_PLACE, const int PF_B, size_t nc, size_t k,
                                                                     const float *restrict a, size_t rs_a, size_t cs_a,
                                                                     const float *restrict b, size_t ldb,
                                                                     float *restrict c, size_t ldc, float alpha,
-                                                                    float beta)
+                                                                    float beta, const float *c_next)
 {
     size_t w[GEMM_NV]; /* valid lanes of each column vector */
     GEMM_UNROLL
@@ -82,12 +91,14 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MR
         __builtin_prefetch(c + (size_t)i * ldc, 1);
         if (!EDGE) {
             __builtin_prefetch(c + (size_t)i * ldc + GEMM_NR - 1, 1);
-            /* the tile below, which the driver's ir loop computes next: with a short k the
-               k loop alone does not cover a miss on C, and the rows of C, a stride apart,
-               are not a stream the hardware prefetcher follows (a hint: computed in
-               integers, it may point past C) */
-            __builtin_prefetch((const void *)((uintptr_t)c + (size_t)(MRT + i) * ldc * sizeof(float)), 1);
-            __builtin_prefetch((const void *)((uintptr_t)c + ((size_t)(MRT + i) * ldc + GEMM_NR - 1) * sizeof(float)), 1);
+            /* the caller's next tile (c_next, NULL: none): with a short k the k loop alone
+               does not cover a miss on C, and where the caller goes down a column of tiles
+               the rows of C, a stride apart, are not a stream the hardware prefetcher
+               follows (a hint: computed in integers, it may point past C) */
+            if (c_next != NULL) {
+                __builtin_prefetch((const void *)((uintptr_t)c_next + (size_t)i * ldc * sizeof(float)), 1);
+                __builtin_prefetch((const void *)((uintptr_t)c_next + ((size_t)i * ldc + GEMM_NR - 1) * sizeof(float)), 1);
+            }
         }
         GEMM_UNROLL
         for (int v = 0; v < GEMM_NV; v++)
@@ -95,6 +106,11 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MR
     }
     for (size_t p = 0; p < k; p++) {
         vf bv[GEMM_NV];
+        if (PF_B && GEMM_PF_B_ROWS > 0) { /* each line of the row of B GEMM_PF_B_ROWS ahead */
+            GEMM_UNROLL
+            for (int j = 0; j < GEMM_NR; j += 64 / (int)sizeof(float))
+                __builtin_prefetch((const void *)((uintptr_t)b + ((size_t)GEMM_PF_B_ROWS * ldb + j) * sizeof(float)), 0, 3);
+        }
         GEMM_UNROLL
         for (int v = 0; v < GEMM_NV; v++)
             bv[v] = !EDGE ? vf_load(b + v * VL) : w[v] == VL ? vf_load(b + v * VL)
@@ -161,7 +177,7 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MR
 }
 
 static void QKV_FN(gemm_ukernel)(size_t k, const float *restrict a, size_t rs_a, size_t cs_a, const float *restrict b,
-                                 float *restrict c, size_t ldc, float alpha, float beta)
+                                 float *restrict c, size_t ldc, float alpha, float beta, const float *c_next)
 {
     assert(k >= 1 && a != NULL && b != NULL && c != NULL && ldc >= GEMM_NR);
     /* the layouts the callers use, each with what it can of its strides as constants: with
@@ -169,23 +185,27 @@ static void QKV_FN(gemm_ukernel)(size_t k, const float *restrict a, size_t rs_a,
        general-purpose registers, and spills them (bench_ukernels on AVX-512, k 256: 80%
        of the FMA peak packed before, 85-89% after) */
     if (rs_a == 1 && cs_a == GEMM_MR)
-        QKV_FN(gemm_tile)(GEMM_MR, 0, 0, GEMM_NR, k, a, 1, GEMM_MR, b, GEMM_NR, c, ldc, alpha, beta);
+        QKV_FN(gemm_tile)(GEMM_MR, 0, 0, 1, GEMM_NR, k, a, 1, GEMM_MR, b, GEMM_NR, c, ldc, alpha, beta, c_next);
     else if (cs_a == 1) /* rows of A in place (the NN GEMM, attention's K rows) */
-        QKV_FN(gemm_tile)(GEMM_MR, 0, 1, GEMM_NR, k, a, rs_a, 1, b, GEMM_NR, c, ldc, alpha, beta);
+        QKV_FN(gemm_tile)(GEMM_MR, 0, 1, 1, GEMM_NR, k, a, rs_a, 1, b, GEMM_NR, c, ldc, alpha, beta, c_next);
     else if (rs_a == 1) /* columns of A in place (attention's P from S^T): one pointer */
-        QKV_FN(gemm_tile)(GEMM_MR, 0, 0, GEMM_NR, k, a, 1, cs_a, b, GEMM_NR, c, ldc, alpha, beta);
+        QKV_FN(gemm_tile)(GEMM_MR, 0, 0, 1, GEMM_NR, k, a, 1, cs_a, b, GEMM_NR, c, ldc, alpha, beta, c_next);
     else
-        QKV_FN(gemm_tile)(GEMM_MR, 0, 0, GEMM_NR, k, a, rs_a, cs_a, b, GEMM_NR, c, ldc, alpha, beta);
+        QKV_FN(gemm_tile)(GEMM_MR, 0, 0, 1, GEMM_NR, k, a, rs_a, cs_a, b, GEMM_NR, c, ldc, alpha, beta, c_next);
 }
 
 /* B in place (kernels.h): one instance per row count, full or masked columns */
+/* the tile below (c + r ldc, a prefetch hint: small_item's ir loop runs it next) */
 #define GEMM_SUP_CASE(r)                                                                                         \
     case r:                                                                                                      \
         if (r <= GEMM_MR) {                                                                                      \
+            const float *below = (const float *)((uintptr_t)c + (size_t)r * ldc * sizeof(float));               \
             if (n == GEMM_NR)                                                                                    \
-                QKV_FN(gemm_tile)(r <= GEMM_MR ? r : 1, 0, 0, GEMM_NR, k, a, rs_a, cs_a, b, ldb, c, ldc, alpha, beta); \
+                QKV_FN(gemm_tile)(r <= GEMM_MR ? r : 1, 0, 0, 0, GEMM_NR, k, a, rs_a, cs_a, b, ldb, c, ldc, alpha, \
+                                  beta, below);                                                                  \
             else                                                                                                 \
-                QKV_FN(gemm_tile)(r <= GEMM_MR ? r : 1, 1, 0, n, k, a, rs_a, cs_a, b, ldb, c, ldc, alpha, beta);   \
+                QKV_FN(gemm_tile)(r <= GEMM_MR ? r : 1, 1, 0, 0, n, k, a, rs_a, cs_a, b, ldb, c, ldc, alpha,       \
+                                  beta, NULL);                                                                   \
         }                                                                                                        \
         break;
 
