@@ -5,6 +5,9 @@ Times bench_gemm's qkv-<ISA> rows under QKV_GEMM_BLOCKING=mc,kc,nc for a grid ar
 blocking the library derives on this machine (the "derived" configuration, timed in every
 pass like the others), and prints per shape the best configuration and its speedup over the
 derived one, then the configuration with the best geometric-mean speedup over all shapes.
+Then it confirms the leaders: each, and the default itself as a control, against the default
+in alternating pairs of runs; a leader is named best only where its geometric-mean speedup
+beats the largest move of the control.
 """
 import argparse
 import json
@@ -67,12 +70,34 @@ def name(c):
     return "default" if c is None else "%d,%d,%d" % c
 
 
+def confirm(bench, isa, cands, flt, min_time, rounds):
+    """Each candidate against the default in alternating pairs of processes (default first in
+    even rounds, the candidate first in odd ones), a new random order of candidates each round:
+    per candidate and shape the median over rounds of t_default / t_candidate. Paired runs a
+    few seconds apart see the same state of a shared machine, which a best-of-the-grid pick
+    over separate passes does not (there the luckiest process wins)."""
+    ratios = {c: {} for c in cands}
+    for r in range(rounds):
+        order = cands[:]
+        random.Random(1000 + r).shuffle(order)
+        for c in order:
+            pair = [None, c] if r % 2 == 0 else [c, None]
+            res = [run(bench, isa, x, flt, min_time) for x in pair]
+            t_def, t_c = (res[0], res[1]) if r % 2 == 0 else (res[1], res[0])
+            for shape in t_def:
+                ratios[c].setdefault(shape, []).append(t_def[shape] / t_c[shape])
+        print(f"confirmation round {r + 1}/{rounds} done", flush=True)
+    return {c: {s: statistics.median(v) for s, v in ratios[c].items()} for c in cands}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bench", required=True)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--min-time", default="0.05")
     ap.add_argument("--filter", default=r"[0-9]{2,}x[0-9]+x[0-9]+/N[NT]$")
+    ap.add_argument("--confirm-rounds", type=int, default=5)
+    ap.add_argument("--confirm-top", type=int, default=3)
     a = ap.parse_args()
     probe = subprocess.run([a.bench, "--benchmark_filter=^$"], capture_output=True, text=True,
                            env=dict(os.environ, QKV_GEMM_BLOCKING="show"))
@@ -111,6 +136,31 @@ def main():
     for c in ranked[:5]:
         print(f"  {'(default)' if c is None else 'QKV_GEMM_BLOCKING=' + name(c):<34} {geo(c):.3f}")
     print(f"  the default ranks {ranked.index(derived) + 1} of {len(ranked)}")
+    if a.confirm_rounds <= 0:
+        return
+
+    # The picks above are the best of many noisy medians, so they are biased towards luck.
+    # Confirm the leaders in pairs with the default, and the default against itself as the
+    # control: its ratios show how far noise alone moves a pair on this machine.
+    cands = [c for c in ranked if c is not None][:a.confirm_top] + [derived]
+    print(f"\nconfirming the top {len(cands) - 1} and the default itself (the control) in "
+          f"{a.confirm_rounds} rounds of pairs with the default", flush=True)
+    conf = confirm(a.bench, isa, cands, a.filter, a.min_time, a.confirm_rounds)
+    cols = [("control" if c is None else name(c)) for c in cands]
+    print(f"\nspeedup over the default, medians of {a.confirm_rounds} pairs (control: the default against itself)")
+    print(f"{'shape':<22} " + " ".join(f"{x:>16}" for x in cols))
+    for s in shapes:
+        print(f"{s:<22} " + " ".join(f"{conf[c][s]:>16.3f}" for c in cands))
+    geos = {c: math.exp(statistics.mean(math.log(conf[c][s]) for s in shapes)) for c in cands}
+    print(f"{'geometric mean':<22} " + " ".join(f"{geos[c]:>16.3f}" for c in cands))
+    noise = max(abs(math.log(conf[derived][s])) for s in shapes)
+    best = max(cands, key=lambda c: geos[c])
+    if best is None or math.log(geos[best]) <= noise:
+        print(f"\nno candidate beats the default by more than the control moved on its own "
+              f"(up to {math.exp(noise):.3f}x): keep the derived blocking")
+    else:
+        print(f"\nbest after confirmation: QKV_GEMM_BLOCKING={name(best)} at {geos[best]:.3f}x "
+              f"(the control moved up to {math.exp(noise):.3f}x on its own)")
 
 
 if __name__ == "__main__":

@@ -3,27 +3,32 @@
 # build-bench/, as scripts/bench.sh), reads the blocking libqkv derives from the cache sizes
 # (QKV_GEMM_BLOCKING=show), then times bench_gemm's shapes under a grid of
 # QKV_GEMM_BLOCKING=mc,kc,nc around it and prints the best blocking per shape and overall,
-# each with its speedup over the derived default (scripts/tune_gemm.py).
+# each with its speedup over the derived default, then confirms the overall leaders in
+# pairs of runs with the default, next to the default paired with itself as a control for
+# the noise of the machine (scripts/tune_gemm.py).
 #
 #   [QKV_ISA=avx2|avx512|neon] scripts/tune_gemm.sh [--rounds N] [--min-time S] [--filter REGEX]
+#                                                   [--confirm-rounds N] [--confirm-top N]
 #
-#   QKV_ISA          the ISA to tune (default: the best one this CPU runs)
-#   --rounds N       grid passes; every configuration is timed once per pass, in a new
-#                    random order each pass, and the median over passes counts (default 3)
-#   --min-time S     Google Benchmark --benchmark_min_time per measurement (default 0.05)
-#   --filter REGEX   shapes (the part of the name after gemm/qkv-<isa>/), default: all but m = 1
-# About 10 minutes on 2 cores with the defaults.
+#   QKV_ISA            the ISA to tune (default: the best one this CPU runs)
+#   --rounds N         grid passes; every configuration is timed once per pass, in a new
+#                      random order each pass, and the median over passes counts (default 3)
+#   --min-time S       Google Benchmark --benchmark_min_time per measurement (default 0.05)
+#   --filter REGEX     shapes (the part of the name after gemm/qkv-<isa>/), default: all but m = 1
+#   --confirm-rounds N rounds of pairs with the default for the leaders (default 5; 0: none)
+#   --confirm-top N    leaders of the grid to confirm (default 3)
+# About 15 minutes on 2 cores with the defaults.
 set -euo pipefail
 
-usage() { sed -n '8,16s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '10,21s/^# \{0,1\}//p' "$0"; }
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$root/build-bench
 args=()
 while (($#)); do
     case $1 in
-    --rounds | --min-time | --filter) args+=("$1" "${2:?$1 needs a value}"); shift ;;
-    --rounds=* | --min-time=* | --filter=*) args+=("$1") ;;
+    --rounds | --min-time | --filter | --confirm-rounds | --confirm-top) args+=("$1" "${2:?$1 needs a value}"); shift ;;
+    --rounds=* | --min-time=* | --filter=* | --confirm-rounds=* | --confirm-top=*) args+=("$1") ;;
     -h | --help) usage; exit 0 ;;
     *) echo "tune_gemm.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
     esac
