@@ -56,10 +56,16 @@ typedef struct blocking {
     size_t kc, mc, nc;
 } blocking;
 
+/* KC blocks of depth kc (the last one may be shorter) that cover k */
+static size_t k_blocks_of(size_t k, size_t kc)
+{
+    return (k + kc - 1) / kc;
+}
+
 static blocking plan(const qkv_gemm_kernels *g, int pack_a, size_t m, size_t n, size_t k)
 {
     const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
-    const size_t kc = pack_a ? cb.kc_pa : cb.kc, k_blocks = (k + kc - 1) / kc;
+    const size_t kc = pack_a ? cb.kc_pa : cb.kc, k_blocks = k_blocks_of(k, kc);
     return (blocking){(k + k_blocks - 1) / k_blocks, qkv_min(cb.mc, qkv_round_up(m, g->mr)),
                       qkv_min(cb.nc, qkv_round_up(n, g->nr))};
 }
@@ -139,6 +145,7 @@ typedef struct gemm_plan {
                          for crowding alone (block_item), else its MC; 0: A not packed */
     int parallel;     /* 0: below the size where threads pay */
     int narrow;       /* the narrow order (see above): op(B) packed whole, pc inside items */
+    size_t b_blocks;  /* KC blocks of op(B) packed at once: all of k in the narrow order, else 1 */
 } gemm_plan;
 
 /* the most of the MR rows of a row-major A, lda floats apart, that fall into one L1 set (the
@@ -181,9 +188,8 @@ static int packs_a(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, size_t n
    whole packed op(B) (whole KC blocks of whole NR panels) within NARROW_B_BYTES */
 static int narrow_ok(const qkv_gemm_kernels *g, qkv_trans ta, size_t n, size_t k, size_t kc)
 {
-    const size_t k_blocks = (k + kc - 1) / kc;
     return ta == QKV_NOTRANS && n <= NARROW_COLS &&
-           (double)k_blocks * (double)kc * (double)qkv_round_up(n, g->nr) * sizeof(float) <= NARROW_B_BYTES;
+           (double)k_blocks_of(k, kc) * (double)kc * (double)qkv_round_up(n, g->nr) * sizeof(float) <= NARROW_B_BYTES;
 }
 
 static gemm_plan make_plan(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, size_t m, size_t n, size_t k)
@@ -215,6 +221,7 @@ static gemm_plan make_plan(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, 
     else if (p.pack_a || ta == QKV_TRANS)
         p.a_group = p.b.mc;
     p.narrow = narrow_ok(g, ta, n, k, p.b.kc) && n <= p.b.nc;
+    p.b_blocks = p.narrow ? k_blocks_of(k, p.b.kc) : 1;
     p.gemv_cols = qkv_max(GEMV_COLS, qkv_round_up((n + GEMV_ITEMS - 1) / GEMV_ITEMS, 128));
     if (m == 1)
         p.parallel = (double)n * (double)k * sizeof(float) >= PARALLEL_BYTES;
@@ -230,14 +237,13 @@ static size_t b_groups(const qkv_gemm_kernels *g, size_t cols)
 }
 
 /* the most items any phase of the call has: it never runs more tasks */
-static size_t max_items(const qkv_gemm_kernels *g, const gemm_plan *p, size_t m, size_t n, size_t k)
+static size_t max_items(const qkv_gemm_kernels *g, const gemm_plan *p, size_t m, size_t n)
 {
     if (!p->parallel)
         return 1;
     if (m == 1)
         return (n + p->gemv_cols - 1) / p->gemv_cols;
-    const size_t k_blocks = p->narrow ? (k + p->b.kc - 1) / p->b.kc : 1;
-    return qkv_max(k_blocks * b_groups(g, p->b.nc), p->n_ic * p->n_jr);
+    return qkv_max(p->b_blocks * b_groups(g, p->b.nc), p->n_ic * p->n_jr);
 }
 
 /* The workspace of one call with the kernels g and n_slots task slots, in arena order:
@@ -261,7 +267,7 @@ static void layout(qkv_arena *ar, const qkv_gemm_kernels *g, qkv_trans ta, qkv_t
         return;
     }
     const blocking b = plan(g, pack_a, m, n, k);
-    const size_t k_blocks = narrow_ok(g, ta, n, k, b.kc) ? (k + b.kc - 1) / b.kc : 1;
+    const size_t k_blocks = narrow_ok(g, ta, n, k, b.kc) ? k_blocks_of(k, b.kc) : 1;
     w->bp = qkv_arena_floats(ar, k_blocks * b.kc * b.nc);
     if (ta == QKV_TRANS || pack_a) { /* each slot 64-byte aligned: rounded up to 16 floats */
         w->slot_len = qkv_round_up(b.mc * b.kc, 16);
@@ -499,8 +505,7 @@ static void gemm_run(gemm_call *cl, const qkv_threadpool *tp)
         return;
     }
     if (cl->p.narrow) { /* jc = 0, nc = n */
-        qkv_parallel_for(pool, (cl->k + cl->p.b.kc - 1) / cl->p.b.kc * b_groups(cl->g, cl->n), pack_b_narrow_item,
-                         cl);
+        qkv_parallel_for(pool, cl->p.b_blocks * b_groups(cl->g, cl->n), pack_b_narrow_item, cl);
         qkv_parallel_for(pool, cl->p.n_ic, narrow_item, cl);
         return;
     }
@@ -613,7 +618,7 @@ qkv_status qkv_gemm_run(const qkv_gemm_kernels *g, const qkv_threadpool *tp, qkv
     }
     gemm_call cl = {g, ta, tb, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, make_plan(g, ta, lda, m, n, k),
                     {NULL, NULL, NULL, 0}, 0, 0, 0, 0};
-    const size_t slots = qkv_tasks_for(cl.p.parallel ? tp : NULL, max_items(g, &cl.p, m, n, k));
+    const size_t slots = qkv_tasks_for(cl.p.parallel ? tp : NULL, max_items(g, &cl.p, m, n));
     qkv_arena ar = qkv_arena_sizer();
     layout(&ar, g, ta, tb, m, n, k, cl.p.pack_a, slots, &cl.w);
     const size_t need = qkv_arena_bytes(&ar);
