@@ -135,7 +135,10 @@ static void test_ukernel_sup(const qkv_gemm_kernels *g)
                 const size_t n = in < sizeof ns / sizeof ns[0] ? ns[in] : NR;
                 if (n > NR)
                     continue;
-                for (int kind = 0; kind < 2; kind++) {
+                /* kind 0, 1: rows of A in place (cs_a = 1), alpha 1 beta 0 / alpha 0.5 beta -0.5;
+                   kind 2: A as a packed micropanel (rs_a = 1, cs_a = MR), the driver's edge
+                   tiles in the packed-A order */
+                for (int kind = 0; kind < 3; kind++) {
                     const float alpha = kind ? 0.5f : 1.0f, beta = kind ? -0.5f : 0.0f;
                     const size_t lda = k + 5, ldb = n + 3, ldc = n + 2;
                     guarded ga, gb, gc;
@@ -152,7 +155,15 @@ static void test_ukernel_sup(const qkv_gemm_kernels *g)
                             for (size_t j = 0; j < n; j++)
                                 c0[i * ldc + j] = NAN; /* never read */
                     memcpy(c, c0, nc * sizeof(float));
-                    g->ukernel_sup(m, n, k, a, lda, 1, b, ldb, c, ldc, alpha, beta);
+                    guarded gp;
+                    float *ap = guarded_alloc(&gp, (k - 1) * MR + m, GUARD_AFTER);
+                    for (size_t i = 0; i < m; i++)
+                        for (size_t p = 0; p < k; p++)
+                            ap[p * MR + i] = a[i * lda + p];
+                    if (kind < 2)
+                        g->ukernel_sup(m, n, k, a, lda, 1, b, ldb, c, ldc, alpha, beta);
+                    else
+                        g->ukernel_sup(m, n, k, ap, 1, MR, b, ldb, c, ldc, alpha, beta);
                     long bad = 0;
                     for (size_t i = 0; i < m; i++) {
                         for (size_t j = 0; j < ldc && i * ldc + j < nc; j++) {
@@ -173,8 +184,9 @@ static void test_ukernel_sup(const qkv_gemm_kernels *g)
                                                            2.0 * FLT_EPSILON * fabs(beta * cij) + FLT_MIN);
                         }
                     }
-                    CHECK(bad == 0, "ukernel_sup m=%zu n=%zu k=%zu beta=%g: %ld wrong elements", m, n, k, beta, bad);
-                    CHECK(guarded_free(&ga) && guarded_free(&gb) && guarded_free(&gc),
+                    CHECK(bad == 0, "ukernel_sup m=%zu n=%zu k=%zu beta=%g A %s: %ld wrong elements", m, n, k, beta,
+                          kind < 2 ? "rows in place" : "packed", bad);
+                    CHECK(guarded_free(&ga) && guarded_free(&gb) && guarded_free(&gc) && guarded_free(&gp),
                           "ukernel_sup wrote outside its operands (m=%zu n=%zu k=%zu)", m, n, k);
                     free(c0);
                 }
