@@ -59,8 +59,8 @@
    b[p * ldb] (packed: ldb = NR). EDGE = 0: all NR columns; EDGE = 1: only the first nc
    columns of B are read and of C written (masked vectors; vectors past nc are skipped).
    PF_B = 1: a packed B micropanel (ukernel), asked for GEMM_PF_B_ROWS k steps ahead;
-   PF_B = 0: B in place (ukernel_sup: small problems, whose B stays in L1; the prefetches
-   only took load slots there, AVX-512 64^3 +7-9% with them). */
+   PF_B = 0: B in place (ukernel_sup: small problems, whose B stays in L1; there the
+   prefetches only took load slots: AVX-512 64^3 took 7-9% longer with them, bench_ab). */
 static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MRT, const int EDGE, const int ROWS_IN_PLACE, const int PF_B, size_t nc, size_t k,
                                                                     const float *restrict a, size_t rs_a, size_t cs_a,
                                                                     const float *restrict b, size_t ldb,
@@ -194,14 +194,15 @@ static void QKV_FN(gemm_ukernel)(size_t k, const float *restrict a, size_t rs_a,
         QKV_FN(gemm_tile)(GEMM_MR, 0, 0, 1, GEMM_NR, k, a, rs_a, cs_a, b, GEMM_NR, c, ldc, alpha, beta, c_next);
 }
 
-/* B in place (kernels.h): one instance per row count, full or masked columns.
-   The tile below (c + r ldc, a prefetch hint: small_item's ir loop runs it next). Rows of A
-   in place (cs_a == 1: the small path, in-place edge tiles) take the kernel's row-group
-   addressing, as ukernel does: with one pointer per row, the MR row pointers, B, ldb and
-   the counters outnumber the general-purpose registers and the loop reloads pointers from
-   the stack. On an Emerald Rapids Xeon (KVM guest), interleaved medians: AVX-512 64^3,
-   100^3, 77 x 300 x 129 1.03-1.05x, 160^3 1.07x (AVX2); AVX2 1.14-1.18x while the host kept
-   the core busy with other work (fewer instructions then count), level when it did not. */
+/* B in place (kernels.h): one instance per row count, full or masked columns. A full-width
+   tile asks for the tile below (c + r ldc, a prefetch hint), which small_item's ir loop runs
+   next. Rows of A in place (cs_a == 1: the small path, in-place edge tiles) take the
+   row-group addressing ukernel uses: with one pointer per row, the MR row pointers, B, ldb
+   and the counters outnumber the general-purpose registers and the loop reloads pointers
+   from the stack. Interleaved medians on an Emerald Rapids Xeon (a KVM guest): AVX-512
+   64^3, 100^3, 77 x 300 x 129 1.03-1.05x faster; AVX2 160^3 1.07x, and AVX2 64^3 to 160^3
+   1.14-1.18x while the host kept the core busy with other work (then fewer instructions
+   count), level while it did not. */
 #define GEMM_SUP_CASE(r)                                                                                         \
     case r:                                                                                                      \
         if (r <= GEMM_MR) {                                                                                      \
