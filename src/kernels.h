@@ -54,7 +54,7 @@ typedef void (*qkv_softmax_fn)(const float *x, float *y, size_t n, float scale);
  *   next where that is worth asking for ahead, or NULL; the kernel only prefetches its MR
  *   rows (a hint, never read, may lie past C), and may prefetch B ahead the same way.
  *
- * ukernel_sup(m, n, k, a, rs_a, cs_a, b, ldb, c, ldc, alpha, beta): the same product on an
+ * ukernel_sup(m, n, k, a, rs_a, cs_a, b, ldb, c, ldc, alpha, beta, c_next): the same product on an
  *   m x n corner of the tile, 1 <= m <= MR, 1 <= n <= NR, with B read in place (the BLIS
  *   "sup" case: small or skinny problems that packing would dominate):
  *   C[i * ldc + j] = alpha * sum_{p < k} A(i, p) * b[p * ldb + j] + beta * C[i * ldc + j]
@@ -62,7 +62,7 @@ typedef void (*qkv_softmax_fn)(const float *x, float *y, size_t n, float scale);
  *   b[p * ldb + j] for j < n, writes only C(i < m, j < n) (masked vectors for n < NR), and
  *   keeps beta == 0 write-only. The driver calls it on row-major A and B, no workspace,
  *   and on the edge tiles of the blocked path (A packed or in place, B a packed
- *   micropanel, ldb = NR).
+ *   micropanel, ldb = NR). c_next as for ukernel (a full-width corner prefetches its m rows).
  *
  * M = 1 (decode) skips packing; two streaming kernels read the operands in place:
  *   gemv_t(n, k, alpha, x, b, ldb, beta, y): y[j] = alpha * sum_p x[p] * b[j * ldb + p] + beta * y[j]
@@ -77,7 +77,8 @@ typedef void (*qkv_softmax_fn)(const float *x, float *y, size_t n, float scale);
 typedef void (*qkv_gemm_ukernel_fn)(size_t k, const float *a, size_t rs_a, size_t cs_a, const float *b, float *c,
                                     size_t ldc, float alpha, float beta, const float *c_next);
 typedef void (*qkv_gemm_ukernel_sup_fn)(size_t m, size_t n, size_t k, const float *a, size_t rs_a, size_t cs_a,
-                                        const float *b, size_t ldb, float *c, size_t ldc, float alpha, float beta);
+                                        const float *b, size_t ldb, float *c, size_t ldc, float alpha, float beta,
+                                        const float *c_next);
 typedef void (*qkv_gemv_t_fn)(size_t n, size_t k, float alpha, const float *x, const float *b, size_t ldb,
                               float beta, float *y);
 typedef void (*qkv_gemv_n_fn)(size_t n, size_t k, float alpha, const float *x, size_t incx, const float *b,

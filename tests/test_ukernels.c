@@ -161,9 +161,9 @@ static void test_ukernel_sup(const qkv_gemm_kernels *g)
                         for (size_t p = 0; p < k; p++)
                             ap[p * MR + i] = a[i * lda + p];
                     if (kind < 2)
-                        g->ukernel_sup(m, n, k, a, lda, 1, b, ldb, c, ldc, alpha, beta);
+                        g->ukernel_sup(m, n, k, a, lda, 1, b, ldb, c, ldc, alpha, beta, k % 2 != 0 ? c + nc : NULL);
                     else
-                        g->ukernel_sup(m, n, k, ap, 1, MR, b, ldb, c, ldc, alpha, beta);
+                        g->ukernel_sup(m, n, k, ap, 1, MR, b, ldb, c, ldc, alpha, beta, NULL);
                     long bad = 0;
                     for (size_t i = 0; i < m; i++) {
                         for (size_t j = 0; j < ldc && i * ldc + j < nc; j++) {

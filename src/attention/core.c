@@ -481,7 +481,8 @@ static void tiled_tile(const core *c, const tile *tl, const slot_ws *w, key_rang
                 if (c0 + NR <= W)
                     g->ukernel(d_k, kr, ld, 1, qt + c0 * d_k, st + r * LDS + c0, LDS, 1.0f, 0.0f, NULL);
                 else
-                    g->ukernel_sup(MR, W - c0, d_k, kr, ld, 1, qt + c0 * d_k, NR, st + r * LDS + c0, LDS, 1.0f, 0.0f);
+                    g->ukernel_sup(MR, W - c0, d_k, kr, ld, 1, qt + c0 * d_k, NR, st + r * LDS + c0, LDS, 1.0f, 0.0f,
+                                   NULL);
         }
         if (c->cap > 0.0f)
             for (size_t r = 0; r < bc; r++)

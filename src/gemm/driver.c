@@ -340,7 +340,7 @@ static inline void macro_tile(const qkv_gemm_kernels *g, int a_outer, size_t mc,
     if (mr == MR && nr == NR)
         g->ukernel(kc, a_panel, A->rs, A->cs, b_panel, cij, ldc, alpha, beta, below);
     else
-        g->ukernel_sup(mr, nr, kc, a_panel, A->rs, A->cs, b_panel, NR, cij, ldc, alpha, beta);
+        g->ukernel_sup(mr, nr, kc, a_panel, A->rs, A->cs, b_panel, NR, cij, ldc, alpha, beta, below);
 }
 
 /* mc x nc block of C = alpha * A (mc x kc) * packed B (kc x nc) + beta * C, in the order of
@@ -566,9 +566,11 @@ static void small_item(void *ctx, size_t item, size_t slot)
     (void)slot;
     for (size_t jr = item * sc->cols; jr < j_end; jr += NR) { /* a k x NR panel of B stays in L1 over ir */
         const size_t nr = qkv_min(NR, sc->n - jr);
-        for (size_t ir = 0; ir < sc->m; ir += MR)
+        for (size_t ir = 0; ir < sc->m; ir += MR) {
+            float *cij = sc->c + ir * sc->ldc + jr;
             g->ukernel_sup(qkv_min(MR, sc->m - ir), nr, sc->k, sc->a + ir * sc->lda, sc->lda, 1, sc->b + jr, sc->ldb,
-                           sc->c + ir * sc->ldc + jr, sc->ldc, sc->alpha, sc->beta);
+                           cij, sc->ldc, sc->alpha, sc->beta, ir + MR < sc->m ? cij + MR * sc->ldc : NULL);
+        }
     }
 }
 

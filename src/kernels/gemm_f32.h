@@ -194,34 +194,32 @@ static void QKV_FN(gemm_ukernel)(size_t k, const float *restrict a, size_t rs_a,
         QKV_FN(gemm_tile)(GEMM_MR, 0, 0, 1, GEMM_NR, k, a, rs_a, cs_a, b, GEMM_NR, c, ldc, alpha, beta, c_next);
 }
 
-/* B in place (kernels.h): one instance per row count, full or masked columns. A full-width
-   tile asks for the tile below (c + r ldc, a prefetch hint), which small_item's ir loop runs
-   next. Rows of A in place (cs_a == 1: the small path, in-place edge tiles) take the
-   row-group addressing ukernel uses: with one pointer per row, the MR row pointers, B, ldb
-   and the counters outnumber the general-purpose registers and the loop reloads pointers
-   from the stack. Interleaved medians on an Emerald Rapids Xeon (a KVM guest): AVX-512
-   64^3, 100^3, 77 x 300 x 129 1.03-1.05x faster; AVX2 160^3 1.07x, and AVX2 64^3 to 160^3
-   1.14-1.18x while the host kept the core busy with other work (then fewer instructions
-   count), level while it did not. */
+/* B in place (kernels.h): one instance per row count, full or masked columns. Rows of A in
+   place (cs_a == 1: the small path, in-place edge tiles) take the row-group addressing
+   ukernel uses: with one pointer per row, the MR row pointers, B, ldb and the counters
+   outnumber the general-purpose registers and the loop reloads pointers from the stack.
+   Interleaved medians on an Emerald Rapids Xeon (a KVM guest): AVX-512 64^3, 100^3,
+   77 x 300 x 129 1.03-1.05x faster; AVX2 160^3 1.07x, and AVX2 64^3 to 160^3 1.14-1.18x
+   while the host kept the core busy with other work (then fewer instructions count), level
+   while it did not. */
 #define GEMM_SUP_CASE(r)                                                                                         \
     case r:                                                                                                      \
         if (r <= GEMM_MR) {                                                                                      \
             const int R = r <= GEMM_MR ? r : 1;                                                                  \
-            const float *below = (const float *)((uintptr_t)c + (size_t)r * ldc * sizeof(float));               \
             if (n == GEMM_NR && cs_a == 1)                                                                       \
-                QKV_FN(gemm_tile)(R, 0, 1, 0, GEMM_NR, k, a, rs_a, 1, b, ldb, c, ldc, alpha, beta, below);       \
+                QKV_FN(gemm_tile)(R, 0, 1, 0, GEMM_NR, k, a, rs_a, 1, b, ldb, c, ldc, alpha, beta, c_next);      \
             else if (n == GEMM_NR)                                                                               \
-                QKV_FN(gemm_tile)(R, 0, 0, 0, GEMM_NR, k, a, rs_a, cs_a, b, ldb, c, ldc, alpha, beta, below);    \
+                QKV_FN(gemm_tile)(R, 0, 0, 0, GEMM_NR, k, a, rs_a, cs_a, b, ldb, c, ldc, alpha, beta, c_next);   \
             else if (cs_a == 1)                                                                                  \
-                QKV_FN(gemm_tile)(R, 1, 1, 0, n, k, a, rs_a, 1, b, ldb, c, ldc, alpha, beta, NULL);              \
+                QKV_FN(gemm_tile)(R, 1, 1, 0, n, k, a, rs_a, 1, b, ldb, c, ldc, alpha, beta, c_next);            \
             else                                                                                                 \
-                QKV_FN(gemm_tile)(R, 1, 0, 0, n, k, a, rs_a, cs_a, b, ldb, c, ldc, alpha, beta, NULL);           \
+                QKV_FN(gemm_tile)(R, 1, 0, 0, n, k, a, rs_a, cs_a, b, ldb, c, ldc, alpha, beta, c_next);         \
         }                                                                                                        \
         break;
 
 static void QKV_FN(gemm_ukernel_sup)(size_t m, size_t n, size_t k, const float *restrict a, size_t rs_a, size_t cs_a,
                                      const float *restrict b, size_t ldb, float *restrict c, size_t ldc, float alpha,
-                                     float beta)
+                                     float beta, const float *c_next)
 {
     assert(m >= 1 && m <= GEMM_MR && n >= 1 && n <= GEMM_NR && k >= 1 && a != NULL && b != NULL && c != NULL);
     _Static_assert(GEMM_MR <= 16, "GEMM_SUP_CASE covers up to 16 rows");
