@@ -97,8 +97,16 @@ static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
  *     half-rate core the block streams from L3), and
  *     consecutive tiles of C share their rows (12 rows of a wide C are 12 pages: the
  *     jr-outer order walks 12 new pages per tile down an MC block, past what the DTLB
- *     holds). MC gives ITEMS_WANTED items (never above the model's): with few rows per
- *     block, the rows of C an item writes stay in the DTLB.
+ *     holds). MC gives ITEMS_WANTED items or more, of at most PA_ITEM_PANELS row panels
+ *     (never above the model's): with few rows per block, the rows of C an item writes
+ *     stay in the DTLB, and the tasks finish a block together. Packing and tiles do not
+ *     depend on MC (each item packs its own rows, panels start at multiples of MR), so
+ *     thin items cost one atomic increment each; with 15 items of 72 rows (1024 rows, the
+ *     earlier 16-item rule) one of two tasks ran 8 of them while the other waited at the
+ *     end of the block. Two panels, interleaved medians on an Emerald Rapids Xeon, 2
+ *     threads against 15-16 items: 1024 x 1024 x 64 NT 1.20x, 512^3 1.13x, 2048^3 1.16x,
+ *     1024^3 1.06x, 4096 x 4096 x 64 NT level; one thread level (0.99-1.02x). One panel
+ *     measured 0.95-0.97x of two.
  *   otherwise: items are (ic block of MC rows) x (a chunk of the nc columns, a multiple of
  *     NR), jr outside ir: the B micropanel stays in L1 over the ir loop. A row-major A is
  *     read in place (O = P V with d = 64: packing A would cost as much as the product
@@ -126,6 +134,7 @@ enum {
     B_PANELS = 4,             /* NR-wide B panels packed per item */
     COL_CHUNK_MIN = 128,      /* columns of a compute item at least (keeps A reuse high) */
     ITEMS_WANTED = 16,         /* items per (jc, pc) block worth splitting columns for */
+    PA_ITEM_PANELS = 2,       /* the packed-A order: MR-row panels per item at most */
     GEMV_COLS = 256,          /* columns per m == 1 item at least */
     GEMV_ITEMS = 4,           /* m == 1 items: wide chunks keep gemv_n's row segments long */
     PARALLEL_FLOPS = 1 << 22, /* 2 m n k below this: one task (64^3 is 2^19) */
@@ -200,7 +209,8 @@ static gemm_plan make_plan(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, 
         const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
         p.b = plan(g, 1, m, n, k);
         p.b.nc = qkv_min(p.b.nc, cb.nc_l2);
-        p.b.mc = qkv_min(p.b.mc, qkv_round_up((m + ITEMS_WANTED - 1) / ITEMS_WANTED, g->mr));
+        p.b.mc = qkv_min(qkv_min(p.b.mc, qkv_round_up((m + ITEMS_WANTED - 1) / ITEMS_WANTED, g->mr)),
+                         PA_ITEM_PANELS * g->mr);
     } else {
         p.b = plan_in_place(g, ta, lda, m, n, k);
     }
