@@ -103,10 +103,10 @@ static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
  *     depend on MC (each item packs its own rows, panels start at multiples of MR), so
  *     thin items cost one atomic increment each; with 15 items of 72 rows (1024 rows, the
  *     earlier 16-item rule) one of two tasks ran 8 of them while the other waited at the
- *     end of the block. Two panels, interleaved medians on an Emerald Rapids Xeon, 2
- *     threads against 15-16 items: 1024 x 1024 x 64 NT 1.20x, 512^3 1.13x, 2048^3 1.16x,
- *     1024^3 1.06x, 4096 x 4096 x 64 NT level; one thread level (0.99-1.02x). One panel
- *     measured 0.95-0.97x of two.
+ *     end of the block. Two panels against 15-16 items, medians of calls interleaved in
+ *     one process on an Emerald Rapids Xeon, 2 threads: 1024 x 1024 x 64 NT 1.10-1.20x,
+ *     512^3 1.06-1.10x, 2048^3 1.16x, 1024^3 0.98-1.06x, 4096 x 4096 x 64 NT level; one
+ *     thread 0.94-1.02x (most runs 0.98-1.0). One panel per item: 0.94-1.01x of two.
  *   otherwise: items are (ic block of MC rows) x (a chunk of the nc columns, a multiple of
  *     NR), jr outside ir: the B micropanel stays in L1 over the ir loop. A row-major A is
  *     read in place (O = P V with d = 64: packing A would cost as much as the product
