@@ -50,7 +50,11 @@ meson compile -C "$build" >"$build/compile.log" 2>&1 || { tail -n 40 "$build/com
 if ((quick)); then
     run_args=(--benchmark_min_time=0.05 --benchmark_repetitions=1)
 else
-    run_args=(--benchmark_min_time=0.2 --benchmark_repetitions=3 --benchmark_report_aggregates_only=true)
+    # the repetitions of every benchmark spread over the program's run in random order, so a
+    # busy spell of a shared host lands on a repetition of libqkv and of its peers alike
+    # instead of on whichever rows ran during it; the summary takes their medians
+    run_args=(--benchmark_min_time=0.2 --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+        --benchmark_enable_random_interleaving=true)
 fi
 [[ -n $filter ]] && run_args+=("--benchmark_filter=$filter")
 
