@@ -97,10 +97,15 @@ static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
  *     half-rate core the block streams from L3), and
  *     consecutive tiles of C share their rows (12 rows of a wide C are 12 pages: the
  *     jr-outer order walks 12 new pages per tile down an MC block, past what the DTLB
- *     holds). MC gives ITEMS_WANTED items or more, of at most PA_ITEM_PANELS row panels
- *     (never above the model's): with few rows per block, the rows of C an item writes
- *     stay in the DTLB, and the tasks finish a block together. Packing and tiles do not
- *     depend on MC (each item packs its own rows, panels start at multiples of MR), so
+ *     holds). MC gives ITEMS_WANTED items (never above the model's), and where the shape
+ *     asks for packing A, items of at most PA_ITEM_PANELS row panels: with few rows per
+ *     block, the rows of C an item writes stay in the DTLB, and the tasks finish a block
+ *     together. (Not for a row-major A packed for crowding alone, fewer than
+ *     pack_a_panels B panels on a half-rate core: its 16-item blocks were measured on
+ *     Zen 4, where this machine could not re-measure them; in the narrow order an item's
+ *     rows meet all of op(B), which thin items would stream once per two panels.) Packing
+ *     and tiles do not depend on MC (each item packs its own rows, panels start at
+ *     multiples of MR), so
  *     thin items cost one atomic increment each; with 15 items of 72 rows (1024 rows, the
  *     earlier 16-item rule) one of two tasks ran 8 of them while the other waited at the
  *     end of the block. Two panels against 15-16 items, medians of calls interleaved in
@@ -209,8 +214,9 @@ static gemm_plan make_plan(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, 
         const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
         p.b = plan(g, 1, m, n, k);
         p.b.nc = qkv_min(p.b.nc, cb.nc_l2);
-        p.b.mc = qkv_min(qkv_min(p.b.mc, qkv_round_up((m + ITEMS_WANTED - 1) / ITEMS_WANTED, g->mr)),
-                         PA_ITEM_PANELS * g->mr);
+        p.b.mc = qkv_min(p.b.mc, qkv_round_up((m + ITEMS_WANTED - 1) / ITEMS_WANTED, g->mr));
+        if (packs_a_by_shape(g, ta, n)) /* not a row-major A packed for crowding alone */
+            p.b.mc = qkv_min(p.b.mc, PA_ITEM_PANELS * g->mr);
     } else {
         p.b = plan_in_place(g, ta, lda, m, n, k);
     }
