@@ -100,18 +100,17 @@ static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
  *     holds). MC gives ITEMS_WANTED items (never above the model's), and where the shape
  *     asks for packing A, items of at most PA_ITEM_PANELS row panels: with few rows per
  *     block, the rows of C an item writes stay in the DTLB, and the tasks finish a block
- *     together. (Not for a row-major A packed for crowding alone, fewer than
- *     pack_a_panels B panels on a half-rate core: its 16-item blocks were measured on
- *     Zen 4, where this machine could not re-measure them; in the narrow order an item's
- *     rows meet all of op(B), which thin items would stream once per two panels.) Packing
- *     and tiles do not depend on MC (each item packs its own rows, panels start at
- *     multiples of MR), so
- *     thin items cost one atomic increment each; with 15 items of 72 rows (1024 rows, the
- *     earlier 16-item rule) one of two tasks ran 8 of them while the other waited at the
- *     end of the block. Two panels against 15-16 items, medians of calls interleaved in
- *     one process on an Emerald Rapids Xeon, 2 threads: 1024 x 1024 x 64 NT 1.10-1.20x,
- *     512^3 1.06-1.10x, 2048^3 1.16x, 1024^3 0.98-1.06x, 4096 x 4096 x 64 NT level; one
- *     thread 0.94-1.02x (most runs 0.98-1.0). One panel per item: 0.94-1.01x of two.
+ *     together. Packing and tiles do not depend on MC (each item packs its own rows,
+ *     panels start at multiples of MR), so thin items cost one atomic increment each;
+ *     with 15 items of 72 rows (1024 rows, the 16-item rule alone) one of two tasks ran 8
+ *     of them while the other waited at the end of the block. Two panels against 15-16
+ *     items, medians of calls interleaved in one process on an Emerald Rapids Xeon, 2
+ *     threads: 1024 x 1024 x 64 NT 1.10-1.20x, 512^3 1.06-1.10x, 2048^3 1.16x, 1024^3
+ *     0.98-1.06x, 4096 x 4096 x 64 NT level; one thread 0.94-1.02x (most runs 0.98-1.0).
+ *     One panel per item: 0.94-1.01x of two. A row-major A packed for crowding alone
+ *     (fewer than pack_a_panels B panels, half-rate cores) keeps the 16 items measured on
+ *     Zen 4: in the narrow order an item's rows meet all of op(B), which thin items would
+ *     stream once per two panels.
  *   otherwise: items are (ic block of MC rows) x (a chunk of the nc columns, a multiple of
  *     NR), jr outside ir: the B micropanel stays in L1 over the ir loop. A row-major A is
  *     read in place (O = P V with d = 64: packing A would cost as much as the product
