@@ -3,6 +3,7 @@
 pass/fail rule.
 
     scripts/bench_ab.py --a A1.json A2.json ... --b B1.json B2.json ... [--threshold 0.10] [--alpha 0.05]
+                        [--regressed-out FILE]
 
 Every repetition of every round is one sample (the iteration entries of Google Benchmark's
 JSON; aggregates are dropped). Per benchmark, the p-value is Google Benchmark's own U test
@@ -13,7 +14,9 @@ found under /usr/share/benchmark or $QKV_GBENCH_TOOLS). The change is median B /
 A benchmark regressed when it is libqkv's (bench_summary.is_libqkv_name: peers never gate),
 its change exceeds --threshold AND p < --alpha: a slowdown that is both large and
 statistically significant. Prints a table (time A, time B, change, p-value) and a final
-verdict line; exits 1 on a regression, 0 otherwise, 2 on unusable input.
+verdict line; exits 1 on a regression, 0 otherwise, 2 on unusable input. --regressed-out
+writes the names of the regressed benchmarks there, one per line (empty on a pass), for
+bench_ab.sh's confirmation pass.
 """
 import argparse
 import json
@@ -62,6 +65,7 @@ def main(argv=None):
     ap.add_argument("--alpha", type=float, default=0.05, help="significance level of the U test")
     ap.add_argument("--label-a", default="A")
     ap.add_argument("--label-b", default="B")
+    ap.add_argument("--regressed-out", help="write the regressed benchmarks' names to this file, one per line")
     args = ap.parse_args(argv)
 
     a, b = merge(args.a), merge(args.b)
@@ -107,6 +111,9 @@ def main(argv=None):
     if only:
         print(f"in one revision only ({len(only)}): {', '.join(only)}")
     ours = sum(is_libqkv_name(r[0], isas) for r in rows)
+    if args.regressed_out:
+        with open(args.regressed_out, "w") as f:
+            f.writelines(f"{n}\n" for n, _, _ in regressed)
     rule = f"slower by more than {args.threshold:.0%} with p < {args.alpha:g} (Mann-Whitney U over repetitions)"
     if regressed:
         print(f"bench_ab: FAIL: {len(regressed)} of {ours} libqkv benchmarks {rule}: " +
