@@ -2,7 +2,7 @@
 # A/B performance regression check between two git revisions on this machine.
 #
 #   scripts/bench_ab.sh BASE_REF [NEW_REF] [--quick] [--filter REGEX] [--rounds N]
-#                       [--repetitions N] [--min-time S] [--threshold F] [--alpha P]
+#                       [--repetitions N] [--min-time S] [--threshold F] [--alpha P] [--confirm N]
 #
 #   NEW_REF          default HEAD (committed work only; for uncommitted changes pass
 #                    "$(git stash create)", a commit of the working tree that leaves it alone)
