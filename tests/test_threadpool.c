@@ -1,7 +1,8 @@
 /* Threads: the built-in pool, qkv_gemm_ex and qkv_mha_forward on pools.
  *  1. The pool runs task(arg, t) exactly once for every t < n_tasks, for n_tasks up to
- *     n_threads, pools of 1 .. 7 threads (more tasks than cores too) and one per CPU; three
- *     threads calling run() on one pool at once are serialized, not mixed.
+ *     n_threads + 3 (libqkv asks for at most n_threads; the contract holds for any count),
+ *     pools of 1 .. 7 threads (more threads than cores too) and one per CPU; three threads
+ *     calling run() on one pool at once are serialized, not mixed.
  *  2. qkv_gemm_ex on every ISA, odd shapes (blocked, several KC and MC blocks, m == 1 in
  *     both directions, all four transposes): bit-identical for n_threads 1, 2, 3, 4, 7, for
  *     tp == NULL, for a caller pool that runs the tasks one after the other in reverse
@@ -33,7 +34,7 @@ static void count_task(void *arg, size_t t)
 
 static void check_pool_runs(qkv_threadpool *tp, const char *what)
 {
-    for (size_t n_tasks = 1; n_tasks <= tp->n_threads && n_tasks <= MAX_TASKS; n_tasks++) {
+    for (size_t n_tasks = 1; n_tasks <= tp->n_threads + 3 && n_tasks <= MAX_TASKS; n_tasks++) {
         for (int round = 0; round < 20; round++) {
             counts c;
             for (int i = 0; i < MAX_TASKS; i++)
