@@ -21,14 +21,19 @@
 #define GEMM_MC 240
 #define GEMM_KC 256
 #define GEMM_NC 3072
-/* the GEMM driver packs A from 16 B panels (n >= 512) on and keeps its micropanel in L1 over
+/* the GEMM driver packs A from 8 B panels (n >= 256) on and keeps its micropanel in L1 over
    the jr loop (gemm/driver.c). Against reading A in place with the B micropanel in L1,
    medians of 15 interleaved calls in one process on an AVX-512 Xeon: 512^3 1.02x,
    1024^3 1.05x, 2048^3 1.04x, 1000^3 1.13x, 1024 x 1024 x 64 NT 1.26x, 4096 x 4096 x 64 NT
-   1.37x, A^T 1024^3 1.38x; at 256^3 (8 panels) packing A cost more than it saved, 0.92x.
-   The AVX2 6 x 16 tile there: 0.96-1.0x on the squares and 1024 x 1024 x 64, 1.25x on
-   4096 x 4096 x 64; it keeps A in place. */
-#define GEMM_PACK_A_PANELS 16
+   1.37x, A^T 1024^3 1.38x. From 8 panels since the order's items are at most two row
+   panels (before, 256^3 measured 0.92x with 16 items a block): n from 256 to 511, medians
+   of interleaved calls on an Emerald Rapids Xeon, two runs, one thread 1.00-1.14x (256^3
+   1.02-1.05x, 256 x 256 x 64 NT 1.09-1.14x, 1000 x 500 x 500 1.12-1.13x, 300^3 level), two
+   threads 1.03-1.58x (the row panels make more items than the in-place order's column
+   chunks: 256^3 1.04-1.37x, 1000 x 500 x 500 1.23-1.32x). Not re-measured on a half-rate
+   core (Zen 4). The AVX2 6 x 16 tile there: 0.96-1.0x on the squares and 1024 x 1024 x 64,
+   1.25x on 4096 x 4096 x 64; it keeps A in place. */
+#define GEMM_PACK_A_PANELS 8
 /* B 8 k steps (1 KiB) ahead, two lines a step: in the packed-A order the B micropanels
    stream from L2 (the model's NC_L2 block), and 24 FMAs a step leave the loads little slack
    for an L1 miss. Interleaved medians on an Emerald Rapids Xeon (full-rate AVX-512), with
