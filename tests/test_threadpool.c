@@ -124,7 +124,9 @@ static const shape kShapes[] = {
     {1000, 45, 70},   /* many row blocks, narrow */
     {1, 5000, 300},   /* m == 1, B of 6 MB: column chunks */
     {40, 40, 40},     /* below the threads threshold */
-#ifndef QKV_TEST_EMULATED /* under qemu the first four cover the same paths in reasonable time */
+    {1, 4500, 520},   /* m == 1, B of 9 MB: one task reads whole rows (gemv_ns's long chunks),
+                         several tasks 1152-column items */
+#ifndef QKV_TEST_EMULATED /* under qemu the first five cover the same paths in reasonable time */
     {130, 1030, 600}, /* several KC blocks, column chunks */
     {333, 5000, 33},  /* several NC blocks */
     {1, 300, 5000},

@@ -16,7 +16,8 @@
  *   gemv_t       n and k with every tail up to 2 x 16 + 3, ldb > k, beta = 0 over NaN
  *   gemv_n       the same, incx 1 and 3, and n up to 8 AVX-512 vectors + a tail (every
  *                column block: 8, 4, 2, 1 vectors); gemv_ns the same, n past its 512-column
- *                chunks
+ *                chunks, and a B of over 8 MiB (read in whole rows of up to 4096 columns):
+ *                bit-identical to a call on its last 128-aligned columns
  *   gemv_t_multi, gemv_n_multi   1 .. 4 rows of x at once: tails, padded leading
  *                dimensions, beta per row (0 over NaN: not read), B at a guard page,
  *                against the double reference and bit-identical to gemv_t / gemv_n per row;
@@ -257,6 +258,39 @@ static void test_gemv(const qkv_gemm_kernels *g)
    dimensions, beta per row (0 over NaN: not read), B ending at a guard page; each row
    within the GEMM bound of the double reference and bit-identical to gemv_t / gemv_n on
    that row alone (kernels.h: a decode row gets the same bits alone or in its GQA group) */
+/* gemv_ns on a B of more than 8 MiB, which it reads in rows of up to 4096 columns (4100 x
+   520: one long chunk and a tail), against the double reference, and every column
+   bit-identical to a call on the 128-aligned columns [3968, 4100) only (B of 270 KiB, read in
+   1024-column chunks): the arithmetic of a column must not depend on the chunking. incx 2,
+   beta 0.5, ldb n + 5. */
+static void test_gemv_ns_long(const qkv_gemm_kernels *g)
+{
+    const size_t n = 4100, k = 520, ldb = n + 5, incx = 2, j0 = 3968;
+    const float alpha = -0.75f, beta = 0.5f;
+    float *b = malloc(((k - 1) * ldb + n) * sizeof(float)), *x = malloc(k * incx * sizeof(float));
+    float *y0 = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float)), *ys = malloc(n * sizeof(float));
+    fill(b, (k - 1) * ldb + n);
+    fill(x, k * incx);
+    for (size_t j = 0; j < n; j++)
+        y0[j] = y[j] = ys[j] = rng_uniform(-1, 1);
+    g->gemv_ns(n, k, alpha, x, incx, b, ldb, beta, y);
+    g->gemv_ns(n - j0, k, alpha, x, incx, b + j0, ldb, beta, ys + j0);
+    long bad = 0;
+    for (size_t j = 0; j < n; j++) {
+        double mag;
+        const double ref = ref_dot(x, incx, b + j, ldb, k, &mag);
+        bad += !close_to(y[j], alpha * ref + beta * y0[j], gemm_tol(k, alpha, mag, beta * y0[j], FLT_MIN));
+    }
+    CHECK(bad == 0, "gemv_ns n=%zu k=%zu (long rows): %ld wrong", n, k, bad);
+    CHECK(memcmp(y + j0, ys + j0, (n - j0) * sizeof(float)) == 0 && memcmp(ys, y0, j0 * sizeof(float)) == 0,
+          "gemv_ns: columns [%zu, %zu) differ between a whole-row and a 1024-column chunking", j0, n);
+    free(b);
+    free(x);
+    free(y0);
+    free(y);
+    free(ys);
+}
+
 static void test_gemv_multi(const qkv_kernels *t)
 {
     const qkv_gemm_kernels *g = t->gemm;
@@ -544,6 +578,7 @@ int main(void)
         test_ukernel(t->gemm);
         test_ukernel_sup(t->gemm);
         test_gemv(t->gemm);
+        test_gemv_ns_long(t->gemm);
         test_gemv_multi(t);
         test_attn_update(t);
         test_attn_row(t);

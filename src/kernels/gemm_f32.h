@@ -461,8 +461,17 @@ static inline void QKV_FN(gemv_store)(float *y, size_t w, vf acc, float alpha, f
  * B from L3 1x1024x1024 85.8 -> 73.4 us (one thread), 46.1 -> 37.8 us (two), 1x4096x256
  * 69.5 -> 50.4 us (AVX2 62.8 -> 49.1), 1x16384x64 73.3 -> 55.0 us; B from memory (1x4096x4096)
  * within +-3% either way. Chunks of 2048 or 4096 columns (the buffer then leaves L1) were
- * slower from L3: 1x4096x256 58.6 and 59.0 us. */
-enum { GEMV_NS_COLS = 1024 };
+ * slower from L3: 1x4096x256 58.6 and 59.0 us.
+ * A B of more than GEMV_NS_STREAM_BYTES, which no core's share of L3 holds, comes from
+ * memory, and there rows of up to GEMV_NS_COLS_LONG columns are read whole (a 16 KiB buffer):
+ * each row segment of 1024 columns is one 4 KiB page, and a walk of B one page of each row
+ * at a time left the hardware prefetchers and the DRAM pages short runs. AMD EPYC Zen 1 (32
+ * KiB L1d, 8 MiB L3 per 4 cores), one thread, calls interleaved in one process, medians,
+ * 1024 -> 4096 columns: 1x4096x4096 8.96 -> 6.53 ms, 1x4096x1024 (16 MiB) 1.99 -> 1.71 ms;
+ * from L3, 1x4096x256 (4 MiB) 217 -> 197 us there, but Zen 4 measured it slower (above), so
+ * B of L3 size keeps 1024. */
+enum { GEMV_NS_COLS = 1024, GEMV_NS_COLS_LONG = 4096 };
+#define GEMV_NS_STREAM_BYTES (8.0 * 1024 * 1024)
 
 static inline __attribute__((always_inline)) void QKV_FN(gemv_ns_rows)(const int R, size_t cols, const float *xs,
                                                                        const float *b, size_t ldb, float *acc)
@@ -492,9 +501,10 @@ static void QKV_FN(gemv_ns)(size_t n, size_t k, float alpha, const float *x, siz
                             size_t ldb, float beta, float *y)
 {
     assert(n >= 1 && k >= 1 && x != NULL && b != NULL && y != NULL && ldb >= n);
-    float acc[GEMV_NS_COLS] __attribute__((aligned(64)));
-    for (size_t j0 = 0; j0 < n; j0 += GEMV_NS_COLS) {
-        const size_t cols = n - j0 < GEMV_NS_COLS ? n - j0 : GEMV_NS_COLS;
+    float acc[GEMV_NS_COLS_LONG] __attribute__((aligned(64)));
+    const size_t chunk = (double)n * (double)k * sizeof(float) > GEMV_NS_STREAM_BYTES ? GEMV_NS_COLS_LONG : GEMV_NS_COLS;
+    for (size_t j0 = 0; j0 < n; j0 += chunk) {
+        const size_t cols = n - j0 < chunk ? n - j0 : chunk;
         for (size_t j = 0; j < cols; j++)
             acc[j] = 0.0f;
         size_t p = 0;
