@@ -254,10 +254,6 @@ static void test_gemv(const qkv_gemm_kernels *g)
     }
 }
 
-/* gemv_t_multi / gemv_n_multi: r = 1 .. 4 rows of x, n and k with tails, padded leading
-   dimensions, beta per row (0 over NaN: not read), B ending at a guard page; each row
-   within the GEMM bound of the double reference and bit-identical to gemv_t / gemv_n on
-   that row alone (kernels.h: a decode row gets the same bits alone or in its GQA group) */
 /* gemv_ns on a B of more than 8 MiB, which it reads in rows of up to 4096 columns (4100 x
    520: one long chunk and a tail), against the double reference, and every column
    bit-identical to a call on the 128-aligned columns [3968, 4100) only (B of 270 KiB, read in
@@ -291,6 +287,10 @@ static void test_gemv_ns_long(const qkv_gemm_kernels *g)
     free(ys);
 }
 
+/* gemv_t_multi / gemv_n_multi: r = 1 .. 4 rows of x, n and k with tails, padded leading
+   dimensions, beta per row (0 over NaN: not read), B ending at a guard page; each row
+   within the GEMM bound of the double reference and bit-identical to gemv_t / gemv_n on
+   that row alone (kernels.h: a decode row gets the same bits alone or in its GQA group) */
 static void test_gemv_multi(const qkv_kernels *t)
 {
     const qkv_gemm_kernels *g = t->gemm;

@@ -462,14 +462,15 @@ static inline void QKV_FN(gemv_store)(float *y, size_t w, vf acc, float alpha, f
  * 69.5 -> 50.4 us (AVX2 62.8 -> 49.1), 1x16384x64 73.3 -> 55.0 us; B from memory (1x4096x4096)
  * within +-3% either way. Chunks of 2048 or 4096 columns (the buffer then leaves L1) were
  * slower from L3: 1x4096x256 58.6 and 59.0 us.
- * A B of more than GEMV_NS_STREAM_BYTES, which no core's share of L3 holds, comes from
- * memory, and there rows of up to GEMV_NS_COLS_LONG columns are read whole (a 16 KiB buffer):
- * each row segment of 1024 columns is one 4 KiB page, and a walk of B one page of each row
- * at a time left the hardware prefetchers and the DRAM pages short runs. AMD EPYC Zen 1 (32
- * KiB L1d, 8 MiB L3 per 4 cores), one thread, calls interleaved in one process, medians,
- * 1024 -> 4096 columns: 1x4096x4096 8.96 -> 6.53 ms, 1x4096x1024 (16 MiB) 1.99 -> 1.71 ms;
- * from L3, 1x4096x256 (4 MiB) 217 -> 197 us there, but Zen 4 measured it slower (above), so
- * B of L3 size keeps 1024. */
+ * A B of more than GEMV_NS_STREAM_BYTES (8 MiB, twice the L3 share of a core on the AMD
+ * EPYCs measured) is taken to come from memory, and there rows of up to GEMV_NS_COLS_LONG
+ * columns are read whole (a 16 KiB buffer): a row segment of 1024 columns is one 4 KiB
+ * page, and a walk of B one page of each row at a time left the hardware prefetchers and
+ * the DRAM pages short runs. AMD EPYC Zen 1 (32 KiB L1d, 8 MiB L3 per 4 cores), one thread,
+ * one call of all columns, calls interleaved in one process, medians, 1024 -> 4096 columns:
+ * 1x4096x4096 9.08 -> 6.53 ms, 1x4096x1024 (16 MiB) 1.99 -> 1.71 ms; from L3, 1x4096x256 (4
+ * MiB) 217 -> 197 us there, but Zen 4 measured it slower (above), so B of L3 size keeps
+ * 1024. */
 enum { GEMV_NS_COLS = 1024, GEMV_NS_COLS_LONG = 4096 };
 #define GEMV_NS_STREAM_BYTES (8.0 * 1024 * 1024)
 
