@@ -200,11 +200,19 @@ static void test_bad_arguments(void)
     /* workspace: exactly what the call needs passes, one byte less is QKV_ERR_SIZE */
     /* (B transposed: a small A B with both row-major is read in place and needs none) */
     const qkv_threadpool *tp = g_pools[2];
-    size_t need = qkv_gemm_workspace_size(M, N, K, 2);
-    unsigned char *ws = malloc(need);
-    while (need > 64 &&
-           qkv_gemm_ex(QKV_NOTRANS, QKV_TRANS, M, N, K, 1, a, K, b, K, 0, c, N, tp, ws, need - 1) == QKV_OK)
-        need--; /* the bound covers every ISA: find this call's own need */
+    const size_t bound = qkv_gemm_workspace_size(M, N, K, 2);
+    unsigned char *ws = malloc(bound);
+    /* the bound covers every ISA: find this call's own need, the least size in [64, bound]
+       that the call takes (a larger one always does), by bisection: a byte at a time it
+       took thousands of calls, minutes under qemu */
+    size_t lo = 64, need = bound;
+    while (lo < need) {
+        const size_t mid = lo + (need - lo) / 2;
+        if (qkv_gemm_ex(QKV_NOTRANS, QKV_TRANS, M, N, K, 1, a, K, b, K, 0, c, N, tp, ws, mid) == QKV_OK)
+            need = mid;
+        else
+            lo = mid + 1;
+    }
     memcpy(c, c0, sizeof(float) * M * N);
     CHECK(qkv_gemm_ex(QKV_NOTRANS, QKV_TRANS, M, N, K, 1, a, K, b, K, 0, c, N, tp, ws, need - 1) == QKV_ERR_SIZE,
           "workspace one byte short");
