@@ -232,7 +232,8 @@ grep -h "tar.gz\| bytes " "$pkgdir/package.log" || true
 # kernel that fell back to scalar speed or lost its dispatch is caught without flaking on
 # noise. Only libqkv's rows gate (peers never do, see scripts/bench_compare.py). A machine
 # class is the architecture and the best ISA libqkv detects (asked of the native test
-# build): bench/baseline/quick-<uname -m>-<isa>.json; without one the check is skipped
+# build; "-half" for a half-width core, below):
+# bench/baseline/quick-<uname -m>-<isa>[-half].json; without one the check is skipped
 # (README: how to record one). Then tests/test_bench_ab.sh: scripts/bench_ab.sh must catch
 # a synthetic 2x slowdown and pass identical revisions (about 3 minutes; needs a git
 # checkout). QKV_TEST_BENCH=0 skips both, QKV_TEST_BENCH_AB=0 the second.
