@@ -643,7 +643,7 @@ qkv_status qkv_gemm_run(const qkv_gemm_kernels *g, const qkv_threadpool *tp, qkv
         return QKV_OK;
     }
     gemm_call cl = {g, ta, tb, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, make_plan(g, ta, lda, m, n, k),
-                    {NULL, NULL, NULL, 0}, 0, 0, 0, 0};
+                    {NULL, NULL, NULL, 0}, 0, 0, 0, 0, 0};
     const size_t slots = qkv_tasks_for(cl.p.parallel ? tp : NULL, max_items(g, &cl.p, m, n));
     qkv_arena ar = qkv_arena_sizer();
     layout(&ar, g, ta, tb, m, n, k, cl.p.pack_a, slots, &cl.w);
