@@ -524,7 +524,8 @@ static void gemm_run(gemm_call *cl, const qkv_threadpool *tp)
         /* one task (no pool, or a pool of one thread): one item of all columns, so that
            gemv_ns reads whole rows of B, not a 1024-column slice of every row per item (a
            column's arithmetic does not depend on the chunking: kernels.h) */
-        cl->row_cols = pool != NULL && pool->n_threads > 1 ? cl->p.gemv_cols : cl->n;
+        const size_t items = (cl->n + cl->p.gemv_cols - 1) / cl->p.gemv_cols;
+        cl->row_cols = qkv_tasks_for(pool, items) > 1 ? cl->p.gemv_cols : cl->n;
         qkv_parallel_for(pool, (cl->n + cl->row_cols - 1) / cl->row_cols, row_item, cl);
         return;
     }
