@@ -112,6 +112,23 @@ static __attribute__((unused)) int cpu_x86_avx512_half_rate(void)
 #endif
 }
 
+/* AVX2 through a 128-bit datapath, two passes per YMM operation: AMD Zen 1 and Zen+
+   (family 0x17 below model 0x30; Zen 2, model 0x30 on, runs 256 bits at once). The public
+   GEMM takes the AVX2 table's second tile there for large problems (qkv_gemm_for). */
+static __attribute__((unused)) int cpu_x86_avx2_half_width(void)
+{
+#ifdef QKV_X86
+    unsigned a, b, c, d;
+    if (!cpu_x86_avx2() || !__get_cpuid(0, &a, &b, &c, &d) || !x86_vendor_amd(b, c, d))
+        return 0;
+    __cpuid(1, a, b, c, d);
+    const unsigned family = ((a >> 8) & 0xf) + ((a >> 20) & 0xff), model = ((a >> 4) & 0xf) | ((a >> 12) & 0xf0);
+    return family == 0x17 && model < 0x30;
+#else
+    return 0;
+#endif
+}
+
 /* AVX512_BF16 (CPUID leaf 7 subleaf 1, EAX bit 5) on top of AVX-512: not an ISA of the
    list, a variant of the AVX-512 table (table_avx512_bf16) */
 static __attribute__((unused)) int cpu_x86_avx512_bf16(void)
@@ -360,8 +377,84 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
    microseconds a query), read-only afterwards. */
 static unsigned char g_supported[QKV_ISA_COUNT];
 
-/* per qkv_isa: the GEMM blocking of a built ISA, written once inside pthread_once */
-static qkv_gemm_blocking g_blocking[QKV_ISA_COUNT];
+/* per qkv_isa and GEMM tile (qkv_gemm_tile_of): the blocking of a built ISA's tile,
+   written once inside pthread_once */
+static qkv_gemm_blocking g_blocking[QKV_ISA_COUNT][QKV_GEMM_TILES];
+
+/* ---- GEMM tiles ------------------------------------------------------------------------ */
+
+#ifdef QKV_HAVE_AVX2_4X24
+static int g_avx2_half_width; /* written once inside pthread_once */
+#endif
+/* the tile the public GEMM asks for, (mr << 16) | nr; 0: this core's choice. Set once from
+   QKV_GEMM_TILE inside pthread_once, afterwards by qkv_gemm_tile_want() alone */
+static atomic_uint g_tile_want;
+
+static void init_once(void);
+
+const qkv_gemm_kernels *qkv_gemm_tile_of(const qkv_kernels *t, size_t i)
+{
+    if (i == 0)
+        return t->gemm;
+#ifdef QKV_HAVE_AVX2_4X24
+    if (i == 1 && t->isa == QKV_ISA_AVX2)
+        return &qkv_gemm_f32_avx2_4x24;
+#endif
+    return NULL;
+}
+
+static unsigned tile_code(size_t mr, size_t nr)
+{
+    return mr < 256 && nr < 256 ? (unsigned)(mr << 16 | nr) : 0;
+}
+
+const qkv_gemm_kernels *qkv_gemm_for(const qkv_kernels *t, int wide)
+{
+    const unsigned want = atomic_load_explicit(&g_tile_want, memory_order_relaxed);
+    if (want != 0) {
+        const qkv_gemm_kernels *g;
+        for (size_t i = 0; (g = qkv_gemm_tile_of(t, i)) != NULL; i++)
+            if (tile_code(g->mr, g->nr) == want)
+                return g;
+        return t->gemm;
+    }
+#ifdef QKV_HAVE_AVX2_4X24
+    if (g_avx2_half_width && t->isa == QKV_ISA_AVX2 && wide)
+        return &qkv_gemm_f32_avx2_4x24;
+#else
+    (void)wide;
+#endif
+    return t->gemm;
+}
+
+void qkv_gemm_tile_want(size_t mr, size_t nr)
+{
+    pthread_once(&g_once, init_once);
+    atomic_store_explicit(&g_tile_want, tile_code(mr, nr), memory_order_relaxed);
+}
+
+/* QKV_GEMM_TILE=<mr>x<nr>: the public GEMM's tile where the active table has one of that
+   size (for tuning and A/B runs), else one message and no change */
+static void init_tile(void)
+{
+    const char *env = getenv("QKV_GEMM_TILE");
+    if (env == NULL || *env == '\0')
+        return;
+    unsigned mr = 0, nr = 0;
+    char end = 0;
+    int known = 0;
+    if (sscanf(env, "%ux%u%c", &mr, &nr, &end) == 2)
+        for (size_t i = 0; qkv_kernels_built(i) != NULL; i++) {
+            const qkv_gemm_kernels *g;
+            for (size_t j = 0; (g = qkv_gemm_tile_of(qkv_kernels_built(i), j)) != NULL; j++)
+                known |= g->mr == mr && g->nr == nr;
+        }
+    if (known)
+        atomic_store_explicit(&g_tile_want, tile_code(mr, nr), memory_order_relaxed);
+    else
+        fprintf(stderr, "libqkv: QKV_GEMM_TILE=%s ignored: no GEMM tile of this build has that size (mr x nr)\n",
+                env);
+}
 
 /* the derived blocking of every built ISA; QKV_GEMM_BLOCKING=mc,kc,nc replaces the one of
    the chosen ISA when valid for its tile (else one message and no change), "show" prints
@@ -372,9 +465,10 @@ static void init_blocking(qkv_isa chosen)
     const int avx512_half_rate = cpu_x86_avx512_half_rate();
     for (size_t i = 0; qkv_kernels_built(i) != NULL; i++) {
         const qkv_kernels *t = qkv_kernels_built(i);
-        const qkv_gemm_kernels *g = t->gemm;
-        g_blocking[t->isa] = qkv_gemm_blocking_derive(g->mr, g->nr, &caches, t->isa == QKV_ISA_AVX512 && avx512_half_rate,
-                                                      qkv_gemm_blocking_fallback(g));
+        const qkv_gemm_kernels *g;
+        for (size_t j = 0; (g = qkv_gemm_tile_of(t, j)) != NULL; j++)
+            g_blocking[t->isa][j] = qkv_gemm_blocking_derive(
+                g->mr, g->nr, &caches, t->isa == QKV_ISA_AVX512 && avx512_half_rate, qkv_gemm_blocking_fallback(g));
     }
     const char *env = getenv("QKV_GEMM_BLOCKING");
     if (env == NULL || *env == '\0')
@@ -384,16 +478,26 @@ static void init_blocking(qkv_isa chosen)
                 caches.l1d.size, caches.l1d.ways, caches.l2.size, caches.l2.ways, caches.l3.size, caches.l3.ways);
         for (size_t i = 0; qkv_kernels_built(i) != NULL; i++) {
             const qkv_kernels *t = qkv_kernels_built(i);
-            const qkv_gemm_blocking b = g_blocking[t->isa];
-            fprintf(stderr,
-                    "libqkv: gemm blocking %s (tile %zux%zu): mc,kc,nc = %zu,%zu,%zu (kc,nc with A packed: %zu,%zu)%s\n",
-                    qkv_isa_name(t->isa), t->gemm->mr, t->gemm->nr, b.mc, b.kc, b.nc, b.kc_pa, b.nc_l2,
-                    b.pa_crowd != 0 && t->gemm->pack_a_panels != 0 ? "; A packed where its rows crowd an L1 set" : "");
+            const qkv_gemm_kernels *g;
+            for (size_t j = 0; (g = qkv_gemm_tile_of(t, j)) != NULL; j++) {
+                const qkv_gemm_blocking b = g_blocking[t->isa][j];
+                fprintf(stderr,
+                        "libqkv: gemm blocking %s (tile %zux%zu%s): mc,kc,nc = %zu,%zu,%zu (kc,nc with A packed: "
+                        "%zu,%zu)%s\n",
+                        qkv_isa_name(t->isa), g->mr, g->nr, qkv_gemm_for(t, 1) == g ? ", qkv_gemm's" : "", b.mc, b.kc,
+                        b.nc, b.kc_pa, b.nc_l2,
+                        b.pa_crowd != 0 && g->pack_a_panels != 0 ? "; A packed where its rows crowd an L1 set" : "");
+            }
         }
         return;
     }
-    const qkv_gemm_kernels *g = table_for(chosen)->gemm;
-    if (!qkv_gemm_blocking_parse(env, g->mr, g->nr, &g_blocking[chosen]))
+    /* the tile qkv_gemm uses on the chosen ISA for large problems */
+    const qkv_gemm_kernels *g = qkv_gemm_for(table_for(chosen), 1), *gj;
+    size_t tile = 0;
+    for (size_t j = 0; (gj = qkv_gemm_tile_of(table_for(chosen), j)) != NULL; j++)
+        if (gj == g)
+            tile = j;
+    if (!qkv_gemm_blocking_parse(env, g->mr, g->nr, &g_blocking[chosen][tile]))
         fprintf(stderr,
                 "libqkv: QKV_GEMM_BLOCKING=%s ignored: want mc,kc,nc with mc a multiple of %zu (at most %d), "
                 "kc in [%d, %d], nc a multiple of %zu (at most %d) for %s\n",
@@ -439,6 +543,10 @@ static void init_once(void)
 #undef QKV_NAME
         }
     }
+#ifdef QKV_HAVE_AVX2_4X24
+    g_avx2_half_width = cpu_x86_avx2_half_width();
+#endif
+    init_tile();
     init_blocking(chosen);
     atomic_store_explicit(&g_active, table_for(chosen), memory_order_release);
 }
@@ -446,9 +554,12 @@ static void init_once(void)
 qkv_gemm_blocking qkv_gemm_blocking_of(const qkv_gemm_kernels *g)
 {
     pthread_once(&g_once, init_once);
-    for (size_t i = 0; qkv_kernels_built(i) != NULL; i++)
-        if (qkv_kernels_built(i)->gemm == g)
-            return g_blocking[qkv_kernels_built(i)->isa];
+    for (size_t i = 0; qkv_kernels_built(i) != NULL; i++) {
+        const qkv_kernels *t = qkv_kernels_built(i);
+        for (size_t j = 0; qkv_gemm_tile_of(t, j) != NULL; j++)
+            if (qkv_gemm_tile_of(t, j) == g)
+                return g_blocking[t->isa][j];
+    }
     return qkv_gemm_blocking_fallback(g);
 }
 

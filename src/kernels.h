@@ -201,6 +201,23 @@ typedef struct qkv_kernels {
     qkv_cvt_narrow_fn cvt_f32_bf16;
 } qkv_kernels;
 
+/* GEMM register tiles. Index 0 is t->gemm, the ISA's tile of src/isa_list.h, which the
+   attention core uses everywhere; index 1, where an ISA has one, a second tile of the same
+   ISA for cores that run its vectors through a datapath half as wide (AVX2: 4 x 24 on AMD
+   Zen 1 / Zen+, kernels/avx2_4x24.c); NULL past the last. */
+enum { QKV_GEMM_TILES = 2 };
+const qkv_gemm_kernels *qkv_gemm_tile_of(const qkv_kernels *t, size_t i);
+/* the tile of t for a problem of the public GEMM: the one qkv_gemm_tile_want() or
+   QKV_GEMM_TILE asked for where t has it, else index 1 on a half-width core where the
+   problem is wide (gemm/driver.c, qkv_gemm_tile_for), else t->gemm */
+const qkv_gemm_kernels *qkv_gemm_for(const qkv_kernels *t, int wide);
+/* the tile the public GEMM (qkv_gemm, qkv_gemm_ex, the MHA projections) uses for this
+   problem with table t (gemm/driver.c) */
+const qkv_gemm_kernels *qkv_gemm_tile_for(const qkv_kernels *t, qkv_trans ta, qkv_trans tb, size_t m, size_t n,
+                                          size_t k);
+/* tests and benchmarks: ask for the tile mr x nr from now on (0, 0: this core's choice) */
+void qkv_gemm_tile_want(size_t mr, size_t nr);
+
 /* The table in use now (never NULL). */
 const qkv_kernels *qkv_kernels_active(void);
 /* The i-th table this build carries (whether or not this CPU runs it), NULL past the last:
@@ -245,5 +262,9 @@ QKV_ISA_LIST(QKV_DECLARE_ISA)
    give zeros of their sign (the instruction treats them as zero); otherwise the same bits
    as the integer path. */
 void qkv_cvt_f32_bf16_avx512bf16(const float *src, uint16_t *dst, size_t n);
+
+/* the AVX2 GEMM kernels on a 4 x 24 tile (kernels/avx2_4x24.c; built with the AVX2 unit,
+   meson defines QKV_HAVE_AVX2_4X24): qkv_gemm_tile_of(AVX2 table, 1) */
+extern const qkv_gemm_kernels qkv_gemm_f32_avx2_4x24;
 
 #endif

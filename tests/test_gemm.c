@@ -106,9 +106,8 @@ static void run_shape(size_t m, size_t n, size_t k, unsigned *counter)
     }
 }
 
-static void test_shapes(void)
+static void test_shapes(const qkv_gemm_kernels *g)
 {
-    const qkv_gemm_kernels *g = qkv_kernels_active()->gemm;
     const qkv_gemm_blocking bl = qkv_gemm_blocking_of(g);
     const size_t MR = g->mr, NR = g->nr, MC = bl.mc, KC = bl.kc, NC = bl.nc;
     unsigned counter = 0;
@@ -358,13 +357,27 @@ int main(void)
     const int n_isa = isa_list(isas);
     for (int i = 0; i < n_isa; i++) {
         CHECK(qkv_isa_select(isas[i]) == QKV_OK, "select");
-        const qkv_gemm_kernels *g = qkv_kernels_active()->gemm;
-        const qkv_gemm_blocking b = qkv_gemm_blocking_of(g);
-        printf("  gemm on %s: tile %zux%zu, MC/KC/NC %zu/%zu/%zu\n", qkv_isa_name(isas[i]), g->mr, g->nr, b.mc, b.kc,
-               b.nc);
-        test_bad_arguments();
-        test_special_values();
-        test_shapes();
+        /* every GEMM tile of the table (kernels.h: AVX2 has a second one), asked for by
+           size, so each one's packing, blocking and edges run here whatever this CPU is */
+        const qkv_gemm_kernels *g;
+        for (size_t j = 0; (g = qkv_gemm_tile_of(qkv_kernels_active(), j)) != NULL; j++) {
+            qkv_gemm_tile_want(g->mr, g->nr);
+            CHECK(qkv_gemm_tile_for(qkv_kernels_active(), QKV_NOTRANS, QKV_NOTRANS, 64, 64, 64) == g,
+                  "tile %zux%zu asked for, not used", g->mr, g->nr);
+            const qkv_gemm_blocking b = qkv_gemm_blocking_of(g);
+            printf("  gemm on %s: tile %zux%zu, MC/KC/NC %zu/%zu/%zu\n", qkv_isa_name(isas[i]), g->mr, g->nr, b.mc,
+                   b.kc, b.nc);
+            test_bad_arguments();
+            test_special_values();
+            test_shapes(g);
+        }
+        /* this core's choice: the ISA's tile wherever C is narrow or the problem small */
+        qkv_gemm_tile_want(0, 0);
+        const qkv_kernels *t = qkv_kernels_active();
+        CHECK(qkv_gemm_tile_for(t, QKV_NOTRANS, QKV_NOTRANS, 64, 64, 64) == t->gemm, "small: the ISA's tile");
+        CHECK(qkv_gemm_tile_for(t, QKV_NOTRANS, QKV_NOTRANS, 4096, 64, 4096) == t->gemm, "n = 64: the ISA's tile");
+        const qkv_gemm_kernels *wide = qkv_gemm_tile_for(t, QKV_NOTRANS, QKV_TRANS, 1024, 1024, 64);
+        CHECK(wide == t->gemm || wide == qkv_gemm_tile_of(t, 1), "wide: a tile of the table");
     }
     return test_finish("test_gemm");
 }

@@ -18,6 +18,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "kernels.h" /* qkv_gemm_tile_of, qkv_gemm_tile_want: every GEMM tile of a table */
+
 /* ---- 1: the pool ------------------------------------------------------------------- */
 
 enum { MAX_TASKS = 64 };
@@ -300,10 +302,16 @@ int main(void)
     const int n_isa = isa_list(isas);
     for (int k = 0; k < n_isa; k++) {
         qkv_isa_select(isas[k]);
-        printf("  %s: gemm_ex and mha bit-identical for n_threads 1, 2, 3, 4, 7, NULL, reversed\n",
-               qkv_isa_name(isas[k]));
-        test_gemm_ex();
-        test_mha();
+        const qkv_gemm_kernels *g;
+        for (size_t j = 0; (g = qkv_gemm_tile_of(qkv_kernels_active(), j)) != NULL; j++) { /* every GEMM tile */
+            qkv_gemm_tile_want(g->mr, g->nr);
+            printf("  %s (GEMM tile %zux%zu): gemm_ex and mha bit-identical for n_threads 1, 2, 3, 4, 7, NULL, "
+                   "reversed\n",
+                   qkv_isa_name(isas[k]), g->mr, g->nr);
+            test_gemm_ex();
+            test_mha();
+        }
+        qkv_gemm_tile_want(0, 0);
         test_bad_arguments();
     }
     for (size_t i = 0; i < sizeof kThreads / sizeof kThreads[0]; i++)

@@ -575,10 +575,16 @@ int main(void)
         const qkv_gemm_blocking b = qkv_gemm_blocking_of(t->gemm);
         printf("  %s: ukernel %zux%zu (MC %zu, KC %zu, NC %zu), ukernel_sup, gemv_t, gemv_n, gemv_t_multi, gemv_n_multi (F32, F16, BF16 B), attn_update, attn_row\n",
                qkv_isa_name(isas[k]), t->gemm->mr, t->gemm->nr, b.mc, b.kc, b.nc);
-        test_ukernel(t->gemm);
-        test_ukernel_sup(t->gemm);
-        test_gemv(t->gemm);
-        test_gemv_ns_long(t->gemm);
+        const qkv_gemm_kernels *g;
+        for (size_t j = 0; (g = qkv_gemm_tile_of(t, j)) != NULL; j++) { /* every GEMM tile of the table */
+            if (j > 0)
+                printf("  %s: second GEMM tile %zux%zu: ukernel, ukernel_sup, gemv_t, gemv_n\n", qkv_isa_name(isas[k]),
+                       g->mr, g->nr);
+            test_ukernel(g);
+            test_ukernel_sup(g);
+            test_gemv(g);
+            test_gemv_ns_long(g);
+        }
         test_gemv_multi(t);
         test_attn_update(t);
         test_attn_row(t);

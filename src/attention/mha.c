@@ -77,8 +77,9 @@ static void bias_rows(void *ctx, size_t item, size_t slot)
 static void project(const qkv_kernels *t, const qkv_threadpool *tp, const float *x, size_t rows, size_t n_in,
                     const float *w, const float *b, size_t n_out, int torch, float *y, const proj_ws *ws)
 {
-    qkv_gemm_run(t->gemm, tp, QKV_NOTRANS, torch ? QKV_TRANS : QKV_NOTRANS, rows, n_out, n_in, 1.0f, x, n_in, w,
-                 torch ? n_in : n_out, 0.0f, y, n_out, ws->gemm, ws->gemm_bytes);
+    const qkv_trans tb = torch ? QKV_TRANS : QKV_NOTRANS;
+    qkv_gemm_run(qkv_gemm_tile_for(t, QKV_NOTRANS, tb, rows, n_out, n_in), tp, QKV_NOTRANS, tb, rows, n_out, n_in,
+                 1.0f, x, n_in, w, torch ? n_in : n_out, 0.0f, y, n_out, ws->gemm, ws->gemm_bytes);
     if (b == NULL)
         return;
     /* the bias on the pool too (an element-wise add: the same bits on any thread) */

@@ -301,17 +301,19 @@ size_t qkv_gemm_ws_bytes(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t 
     if (m == 0 || n == 0 || k == 0)
         return most;
     for (size_t i = 0; qkv_kernels_built(i) != NULL; i++) {
-        const qkv_gemm_kernels *g = qkv_kernels_built(i)->gemm;
-        /* either order where lda decides (packs_a) */
-        const int by_shape = packs_a_by_shape(g, ta, n), may = packs_a(g, ta, 0, n);
-        for (int pack_a = by_shape; pack_a <= may; pack_a++) {
-            qkv_arena ar = qkv_arena_sizer();
-            gemm_ws w;
-            layout(&ar, g, ta, tb, m, n, k, pack_a, qkv_max(n_threads, 1), &w);
-            const size_t bytes = qkv_arena_bytes(&ar);
-            if (bytes == 0)
-                return 0;
-            most = qkv_max(most, bytes);
+        const qkv_gemm_kernels *g;
+        for (size_t j = 0; (g = qkv_gemm_tile_of(qkv_kernels_built(i), j)) != NULL; j++) {
+            /* either order where lda decides (packs_a) */
+            const int by_shape = packs_a_by_shape(g, ta, n), may = packs_a(g, ta, 0, n);
+            for (int pack_a = by_shape; pack_a <= may; pack_a++) {
+                qkv_arena ar = qkv_arena_sizer();
+                gemm_ws w;
+                layout(&ar, g, ta, tb, m, n, k, pack_a, qkv_max(n_threads, 1), &w);
+                const size_t bytes = qkv_arena_bytes(&ar);
+                if (bytes == 0)
+                    return 0;
+                most = qkv_max(most, bytes);
+            }
         }
     }
     return most;
@@ -599,10 +601,28 @@ static void small_item(void *ctx, size_t item, size_t slot)
     }
 }
 
+/* The half-width tile (kernels.h: 4 x 24 for AVX2 on Zen 1) where the problem takes the
+   packed path and C is wide enough that 24-column tiles waste little: from n = 256 on the
+   last tile holds at least 8 of 24 columns in 11 or more (<= 3% of the arithmetic). On Zen
+   1, calls of both tiles interleaved in one process, 21 paired rounds, median ratio of the
+   pairs (6 x 16 time / 4 x 24 time) [quartiles]: 1024^3 1.037 [0.97, 1.15], 2048^3 1.035
+   [0.99, 1.06], 512^3 1.039 [0.99, 1.08], 256^3 1.030 [1.01, 1.08], 1000^3 0.997 [0.94,
+   1.08], 1024 x 1024 x 64 B^T 1.060 [1.03, 1.09], 4096 x 4096 x 64 B^T 1.019 [0.96, 1.07];
+   medians of 7: 4096 x 64 x 4096 0.82-0.96 and 1024 x 64 x 1024 0.97 (n = 64: three tiles
+   of 24 for 64 columns); the unpacked small path 0.81-1.26 (64^3 0.81-0.88), which the
+   noise there could not settle, so it keeps the ISA's tile. */
+enum { HALF_TILE_MIN_N = 256 };
+
+const qkv_gemm_kernels *qkv_gemm_tile_for(const qkv_kernels *t, qkv_trans ta, qkv_trans tb, size_t m, size_t n,
+                                          size_t k)
+{
+    return qkv_gemm_for(t, m > 1 && n >= HALF_TILE_MIN_N && !small_ok(t->gemm, ta, tb, m, n, k));
+}
+
 qkv_status qkv_gemm(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
                     const float *b, size_t ldb, float beta, float *c, size_t ldc)
 {
-    return qkv_gemm_run(qkv_kernels_active()->gemm, NULL, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL,
+    return qkv_gemm_run(qkv_gemm_tile_for(qkv_kernels_active(), ta, tb, m, n, k), NULL, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL,
                         0);
 }
 
@@ -612,7 +632,7 @@ qkv_status qkv_gemm_ex(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k,
 {
     if (!qkv_threadpool_ok(tp))
         return QKV_ERR_ARG;
-    return qkv_gemm_run(qkv_kernels_active()->gemm, tp, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, ws,
+    return qkv_gemm_run(qkv_gemm_tile_for(qkv_kernels_active(), ta, tb, m, n, k), tp, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, ws,
                         ws_size);
 }
 

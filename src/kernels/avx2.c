@@ -6,7 +6,9 @@
  * tuned on AMD EPYC Zen 4 (32 KiB L1d, 1 MiB L2; MC 72..288 x KC 256..512 tried,
  * within noise of each other at 1024^3, KC 384 best at K = 4096): a B micropanel is
  * 384 x 16 x 4 = 24 KiB (L1), a 144 x 384 block of A 216 KiB (L2), packed B ~6 MiB (L3).
- * Edge tiles: the driver's scratch tile; gemv_t/gemv_n mask their tails. */
+ * Edge tiles: the driver's scratch tile; gemv_t/gemv_n mask their tails.
+ * On cores with a 128-bit datapath (Zen 1) the public GEMM takes the 4 x 24 tile of
+ * kernels/avx2_4x24.c for large wide problems; this tile stays everywhere else. */
 #include "kernels/simd/avx2.h"
 
 #define QKV_KERNEL_ISA avx2

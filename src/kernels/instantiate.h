@@ -8,7 +8,9 @@
  * and includes its vector layer kernels/simd/<isa>.h. Every kernel is then named
  * <kernel>_f32_<isa> (qkv_dot_f32_avx2, qkv_gemm_f32_avx2, ...), as kernels.h declares;
  * the conversions, whose names already say both types, are <kernel>_<isa>
- * (qkv_cvt_f16_f32_avx2: F16 -> F32), through QKV_ISA_FN. */
+ * (qkv_cvt_f16_f32_avx2: F16 -> F32), through QKV_ISA_FN. A unit that defines
+ * QKV_GEMM_TILE_ONLY as well gets the GEMM kernels alone: a second register tile of an ISA
+ * (kernels/avx2_4x24.c), whose name (QKV_KERNEL_ISA) is the unit's. */
 #ifndef QKV_KERNEL_ISA
 #error "define QKV_KERNEL_ISA before including kernels/instantiate.h"
 #endif
@@ -22,6 +24,11 @@
 #define QKV_ISA_FN_EXPAND(name, isa) QKV_ISA_FN_CAT(name, isa)
 #define QKV_ISA_FN(name) QKV_ISA_FN_EXPAND(name, QKV_KERNEL_ISA)
 
+#ifdef QKV_GEMM_TILE_ONLY
+/* a second GEMM register tile of an ISA (kernels/avx2_4x24.c): the GEMM kernels alone,
+   named after the unit (qkv_gemm_f32_avx2_4x24), the tile free of src/isa_list.h's */
+#include "kernels/gemm_f32.h"
+#else
 #include "kernels/dot_f32.h"
 #include "kernels/exp_f32.h"
 #include "kernels/softmax_f32.h"
@@ -34,3 +41,4 @@
 #define QKV_TILE_CAT(what, isa) QKV_GEMM_##what##_##isa
 _Static_assert(GEMM_MR == QKV_TILE_OF(MR, QKV_KERNEL_ISA) && GEMM_NR == QKV_TILE_OF(NR, QKV_KERNEL_ISA),
                "the unit's GEMM tile is the one src/isa_list.h names");
+#endif
