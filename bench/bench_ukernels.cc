@@ -4,7 +4,8 @@
  * ISA (bench_util.h).
  *
  *   ukernel/qkv-<isa>/packed/k<K>     MR x NR tile, packed A and B micropanels (the driver's
- *                                     transposed-A path and sdpa's P V)
+ *                                     transposed-A path and sdpa's P V); qkv-<isa>-<MR>x<NR>:
+ *                                     the table's second GEMM tile (kernels.h, AVX2 4 x 24)
  *   ukernel/qkv-<isa>/inplace/k<K>    A read in place, rows of a row-major matrix (the
  *                                     driver's usual path and sdpa's S^T = K Q^T)
  *   gemv_t/qkv-<isa>/<N>x<K>          y = B x, B n x k row-major (decode scores q K^T)
@@ -27,12 +28,12 @@ const qkv_kernels *table_of(benchmark::State &st, qkv_isa isa)
     return qkv_bench::select_isa(st, isa) ? qkv_kernels_active() : nullptr;
 }
 
-void bench_ukernel(benchmark::State &st, qkv_isa isa, std::size_t k, bool inplace)
+void bench_ukernel(benchmark::State &st, qkv_isa isa, std::size_t tile, std::size_t k, bool inplace)
 {
     const qkv_kernels *t = table_of(st, isa);
     if (t == nullptr)
         return;
-    const qkv_gemm_kernels *g = t->gemm;
+    const qkv_gemm_kernels *g = qkv_gemm_tile_of(t, tile);
     const std::size_t mr = g->mr, nr = g->nr;
     auto a = qkv_bench::alloc_floats(mr * k), b = qkv_bench::alloc_floats(k * nr), c = qkv_bench::alloc_floats(mr * nr);
     qkv_bench::fill_uniform(a.get(), mr * k, -1, 1, 1);
@@ -96,13 +97,23 @@ void register_all()
 {
     for (qkv_isa isa : qkv_bench::host_isas()) {
         const std::string impl = std::string("qkv-") + qkv_isa_name(isa);
-        for (std::size_t k : {64, 256}) {
-            for (bool inplace : {false, true}) {
-                const std::string name =
-                    "ukernel/" + impl + (inplace ? "/inplace/k" : "/packed/k") + std::to_string(k);
-                benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State &st) {
-                    bench_ukernel(st, isa, k, inplace);
-                });
+        /* every GEMM tile of the table; the second one (kernels.h) named by its size */
+        const qkv_kernels *t = nullptr;
+        for (std::size_t i = 0; qkv_kernels_built(i) != nullptr; i++)
+            if (qkv_kernels_built(i)->isa == isa)
+                t = qkv_kernels_built(i);
+        const qkv_gemm_kernels *g;
+        for (std::size_t tile = 0; t != nullptr && (g = qkv_gemm_tile_of(t, tile)) != nullptr; tile++) {
+            const std::string tile_impl =
+                tile == 0 ? impl : impl + "-" + std::to_string(g->mr) + "x" + std::to_string(g->nr);
+            for (std::size_t k : {64, 256}) {
+                for (bool inplace : {false, true}) {
+                    const std::string name =
+                        "ukernel/" + tile_impl + (inplace ? "/inplace/k" : "/packed/k") + std::to_string(k);
+                    benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State &st) {
+                        bench_ukernel(st, isa, tile, k, inplace);
+                    });
+                }
             }
         }
         for (auto nk : {std::pair<std::size_t, std::size_t>{4096, 64}, {1024, 128}}) {
