@@ -622,8 +622,8 @@ const qkv_gemm_kernels *qkv_gemm_tile_for(const qkv_kernels *t, qkv_trans ta, qk
 qkv_status qkv_gemm(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
                     const float *b, size_t ldb, float beta, float *c, size_t ldc)
 {
-    return qkv_gemm_run(qkv_gemm_tile_for(qkv_kernels_active(), ta, tb, m, n, k), NULL, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL,
-                        0);
+    return qkv_gemm_run(qkv_gemm_tile_for(qkv_kernels_active(), ta, tb, m, n, k), NULL, ta, tb, m, n, k, alpha, a,
+                        lda, b, ldb, beta, c, ldc, NULL, 0);
 }
 
 qkv_status qkv_gemm_ex(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k, float alpha, const float *a,
@@ -632,8 +632,8 @@ qkv_status qkv_gemm_ex(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t k,
 {
     if (!qkv_threadpool_ok(tp))
         return QKV_ERR_ARG;
-    return qkv_gemm_run(qkv_gemm_tile_for(qkv_kernels_active(), ta, tb, m, n, k), tp, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, ws,
-                        ws_size);
+    return qkv_gemm_run(qkv_gemm_tile_for(qkv_kernels_active(), ta, tb, m, n, k), tp, ta, tb, m, n, k, alpha, a, lda,
+                        b, ldb, beta, c, ldc, ws, ws_size);
 }
 
 qkv_status qkv_gemm_run(const qkv_gemm_kernels *g, const qkv_threadpool *tp, qkv_trans ta, qkv_trans tb, size_t m,
