@@ -462,7 +462,7 @@ static inline void QKV_FN(gemv_store)(float *y, size_t w, vf acc, float alpha, f
  * 69.5 -> 50.4 us (AVX2 62.8 -> 49.1), 1x16384x64 73.3 -> 55.0 us; B from memory (1x4096x4096)
  * within +-3% either way. Chunks of 2048 or 4096 columns (the buffer then leaves L1) were
  * slower from L3: 1x4096x256 58.6 and 59.0 us.
- * A B of more than GEMV_NS_STREAM_BYTES (8 MiB, twice the L3 share of a core on the AMD
+ * A B of more than QKV_GEMV_STREAM_BYTES (kernels.h: 8 MiB, twice the L3 share of a core on the AMD
  * EPYCs measured) is taken to come from memory, and there rows of up to GEMV_NS_COLS_LONG
  * columns are read whole (a 16 KiB buffer): a row segment of 1024 columns is one 4 KiB
  * page, and a walk of B one page of each row at a time left the hardware prefetchers and
@@ -472,7 +472,6 @@ static inline void QKV_FN(gemv_store)(float *y, size_t w, vf acc, float alpha, f
  * MiB) 217 -> 197 us there, but Zen 4 measured it slower (above), so B of L3 size keeps
  * 1024. */
 enum { GEMV_NS_COLS = 1024, GEMV_NS_COLS_LONG = 4096 };
-#define GEMV_NS_STREAM_BYTES (8.0 * 1024 * 1024)
 
 static inline __attribute__((always_inline)) void QKV_FN(gemv_ns_rows)(const int R, size_t cols, const float *xs,
                                                                        const float *b, size_t ldb, float *acc)
@@ -503,7 +502,7 @@ static void QKV_FN(gemv_ns)(size_t n, size_t k, float alpha, const float *x, siz
 {
     assert(n >= 1 && k >= 1 && x != NULL && b != NULL && y != NULL && ldb >= n);
     float acc[GEMV_NS_COLS_LONG] __attribute__((aligned(64)));
-    const size_t chunk = (double)n * (double)k * sizeof(float) > GEMV_NS_STREAM_BYTES ? GEMV_NS_COLS_LONG : GEMV_NS_COLS;
+    const size_t chunk = (double)n * (double)k * sizeof(float) > QKV_GEMV_STREAM_BYTES ? GEMV_NS_COLS_LONG : GEMV_NS_COLS;
     for (size_t j0 = 0; j0 < n; j0 += chunk) {
         const size_t cols = n - j0 < chunk ? n - j0 : chunk;
         for (size_t j = 0; j < cols; j++)
