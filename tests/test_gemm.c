@@ -156,6 +156,11 @@ static void test_shapes(const qkv_gemm_kernels *g)
        one partial (packed and run a panel at a time) */
     crowd.m = 40 * MR + 5;
     run_case(&crowd);
+    /* the narrow order (n at most 128, A row-major, op(B) packed whole) with an A of more
+       than 8 MiB, whose KC blocks are at least 2048 deep (gemm/driver.c NARROW_KC): one
+       depth block, and three of 1367 */
+    run_shape(1100, 17, 2000, &counter);
+    run_shape(513, 2 * NR + 1, 4100, &counter);
     /* k == 0 and the empty shapes */
     run_shape(5, 7, 0, &counter);
     run_shape(0, 7, 5, &counter);

@@ -134,6 +134,8 @@ static const shape kShapes[] = {
     {1, 300, 5000},
     {200, 70, 1021},  /* row-major A of lda 1024 (k + 3): rows crowd an L1 set, so on a
                          half-rate AVX-512 core the packed-A order, a panel at a time */
+    {520, 64, 4100},  /* the narrow order with an A of 8.5 MB: several of its long KC
+                         blocks (gemm/driver.c NARROW_KC: 3 blocks of 1367) */
 #endif
 };
 

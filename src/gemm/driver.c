@@ -62,10 +62,28 @@ static size_t k_blocks_of(size_t k, size_t kc)
     return (k + kc - 1) / kc;
 }
 
-static blocking plan(const qkv_gemm_kernels *g, int pack_a, size_t m, size_t n, size_t k)
+static int narrow_ok(const qkv_gemm_kernels *g, qkv_trans ta, size_t n, size_t k, size_t kc);
+
+/* KC of the narrow order (below) with a row-major A read in place and larger than
+   QKV_GEMV_STREAM_BYTES (taken to come from memory): at least this. There an item reads
+   each of its MR rows of A in runs of KC floats, lda apart (16 KiB at 4096 x 64 x 4096),
+   and the hardware prefetchers pick up each run late; the KC of the cache model (A and B
+   micropanels both in L1) makes those runs 1 KiB. The B micropanel of a longer KC streams
+   from L2 instead, which the tile's few B loads per k step afford. Intel Xeon (AVX-512,
+   48 KiB L1d, 2 MiB L2), KC 256 (AVX2 512) -> 2048, medians: bench_gemm 4096 x 64 x 4096
+   AVX-512 17.9 -> 14.2 ms (one thread), 8.72 -> 7.24 ms (two), AVX2 26.4 -> 23.6 ms; calls
+   in one process, 2048 x 64 x 2048 AVX-512 3.29 -> 3.08 ms, AVX2 level, 4096 x 128 x 2048
+   AVX-512 13.6 -> 12.7 ms. An A from cache keeps the model's KC: 1024 x 64 x 1024 (4 MiB)
+   on AVX2 ran 1271 -> 1361-1385 us with KC 1024. */
+enum { NARROW_KC = QKV_GEMM_KC_MAX };
+
+static blocking plan(const qkv_gemm_kernels *g, int pack_a, qkv_trans ta, size_t m, size_t n, size_t k)
 {
     const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
-    const size_t kc = pack_a ? cb.kc_pa : cb.kc, k_blocks = k_blocks_of(k, kc);
+    size_t kc = pack_a ? cb.kc_pa : cb.kc;
+    if (!pack_a && narrow_ok(g, ta, n, k, kc) && (double)m * (double)k * sizeof(float) > QKV_GEMV_STREAM_BYTES)
+        kc = qkv_max(kc, NARROW_KC);
+    const size_t k_blocks = k_blocks_of(k, kc);
     return (blocking){(k + k_blocks - 1) / k_blocks, qkv_min(cb.mc, qkv_round_up(m, g->mr)),
                       qkv_min(cb.nc, qkv_round_up(n, g->nr))};
 }
@@ -75,7 +93,7 @@ static blocking plan(const qkv_gemm_kernels *g, int pack_a, size_t m, size_t n, 
    layout() sized with plan() holds) */
 static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, size_t m, size_t n, size_t k)
 {
-    blocking b = plan(g, 0, m, n, k);
+    blocking b = plan(g, 0, ta, m, n, k);
     if (ta == QKV_NOTRANS) {
         const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
         b.mc = qkv_min(b.mc, qkv_gemm_mc_in_place(&cb, g->mr, lda, b.kc));
@@ -216,7 +234,7 @@ static gemm_plan make_plan(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, 
     p.pack_a = packs_a(g, ta, lda, n);
     if (p.pack_a) {
         const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
-        p.b = plan(g, 1, m, n, k);
+        p.b = plan(g, 1, ta, m, n, k);
         p.b.nc = qkv_min(p.b.nc, cb.nc_l2);
         p.b.mc = qkv_min(p.b.mc, qkv_round_up((m + ITEMS_WANTED - 1) / ITEMS_WANTED, g->mr));
         if (packs_a_by_shape(g, ta, n)) /* not a row-major A packed for crowding alone */
@@ -286,7 +304,7 @@ static void layout(qkv_arena *ar, const qkv_gemm_kernels *g, qkv_trans ta, qkv_t
             w->x = qkv_arena_floats(ar, k);
         return;
     }
-    const blocking b = plan(g, pack_a, m, n, k);
+    const blocking b = plan(g, pack_a, ta, m, n, k);
     const size_t k_blocks = narrow_ok(g, ta, n, k, b.kc) ? k_blocks_of(k, b.kc) : 1;
     w->bp = qkv_arena_floats(ar, k_blocks * b.kc * b.nc);
     if (ta == QKV_TRANS || pack_a) { /* each slot 64-byte aligned: rounded up to 16 floats */
