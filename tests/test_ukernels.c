@@ -17,7 +17,8 @@
  *   gemv_n       the same, incx 1 and 3, and n up to 8 AVX-512 vectors + a tail (every
  *                column block: 8, 4, 2, 1 vectors); gemv_ns the same, n past its 512-column
  *                chunks, and a B of over 8 MiB (read in whole rows of up to 4096 columns):
- *                bit-identical to a call on its last 128-aligned columns
+ *                bit-identical to a call on its last 128-aligned columns, and to calls on
+ *                its last 4 and 100 columns (sums held in registers)
  *   gemv_t_multi, gemv_n_multi   1 .. 4 rows of x at once: tails, padded leading
  *                dimensions, beta per row (0 over NaN: not read), B at a guard page,
  *                against the double reference and bit-identical to gemv_t / gemv_n per row;
@@ -280,6 +281,17 @@ static void test_gemv_ns_long(const qkv_gemm_kernels *g)
     CHECK(bad == 0, "gemv_ns n=%zu k=%zu (long rows): %ld wrong", n, k, bad);
     CHECK(memcmp(y + j0, ys + j0, (n - j0) * sizeof(float)) == 0 && memcmp(ys, y0, j0 * sizeof(float)) == 0,
           "gemv_ns: columns [%zu, %zu) differ between a whole-row and a 1024-column chunking", j0, n);
+    /* ... and to calls on its last 4 and 100 columns alone (at most 8 vectors: the sums in
+       registers, gemv_ns_reg), with a row tail (k - 3) */
+    for (size_t i = 0; i < 2; i++) {
+        const size_t j1 = i ? n - 100 : n - 4, k1 = k - 3;
+        memcpy(ys, y0, n * sizeof(float));
+        memcpy(y, y0, n * sizeof(float));
+        g->gemv_ns(n, k1, alpha, x, incx, b, ldb, beta, y);
+        g->gemv_ns(n - j1, k1, alpha, x, incx, b + j1, ldb, beta, ys + j1);
+        CHECK(memcmp(y + j1, ys + j1, (n - j1) * sizeof(float)) == 0,
+              "gemv_ns: columns [%zu, %zu) differ between a whole-row call and a call on them alone", j1, n);
+    }
     free(b);
     free(x);
     free(y0);
