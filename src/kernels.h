@@ -106,8 +106,9 @@ typedef void (*qkv_gemv_t_multi_h_fn)(size_t r, size_t n, size_t k, const float 
 typedef void (*qkv_gemv_n_multi_h_fn)(size_t r, size_t n, size_t k, const float *x, size_t ldx, const uint16_t *b,
                                       size_t ldb, const float *beta, float *y, size_t ldy);
 
-/* gemv_ns and the m == 1 plan (gemm/driver.c) take a B of more than this many bytes to come
-   from memory, not from cache (kernels/gemm_f32.h, gemv_ns) */
+/* gemv_ns and the GEMM plan (gemm/driver.c: the m == 1 items, the narrow order's KC) take
+   an operand of more than this many bytes to come from memory, not from cache
+   (kernels/gemm_f32.h, gemv_ns) */
 #define QKV_GEMV_STREAM_BYTES (8.0 * 1024 * 1024)
 
 typedef struct qkv_gemm_kernels {

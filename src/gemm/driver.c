@@ -151,10 +151,11 @@ static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
  * multiple of 128, the column block that the gemv kernels'
  * arithmetic may depend on (kernels.h), so chunking never changes a result). Where one task
  * runs them all (no pool, or one thread) the run takes one item of all the columns instead,
- * the one exception to items by shape, safe for the same reason: gemv_ns then reads each
- * row of B whole, not a quarter of every row per item. AMD EPYC Zen 1, one thread, calls
- * interleaved in one process, medians: 1x1024x1024 (B from L3) 453 -> 271 us, 1x2048x2048
- * 3.28 -> 2.28 ms.
+ * and where several tasks share a B from memory (NN) one item per task (gemm_run): the
+ * exceptions to items by shape, safe for the same reason: gemv_ns then reads each row of B
+ * whole, or the longest segments the tasks allow, not a quarter of every row per item. AMD
+ * EPYC Zen 1, one thread, calls interleaved in one process, medians: 1x1024x1024 (B from
+ * L3) 453 -> 271 us, 1x2048x2048 3.28 -> 2.28 ms.
  * Threads pay only above PARALLEL_FLOPS (blocked) or PARALLEL_BYTES of B (m == 1); below,
  * one task runs every item in order. */
 enum {
