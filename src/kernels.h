@@ -110,6 +110,11 @@ typedef void (*qkv_gemv_n_multi_h_fn)(size_t r, size_t n, size_t k, const float 
    an operand of more than this many bytes to come from memory, not from cache
    (kernels/gemm_f32.h, gemv_ns) */
 #define QKV_GEMV_STREAM_BYTES (8.0 * 1024 * 1024)
+/* a rows x cols block of floats is taken to come from memory (QKV_GEMV_STREAM_BYTES) */
+static inline int qkv_from_memory(size_t rows, size_t cols)
+{
+    return (double)rows * (double)cols * sizeof(float) > QKV_GEMV_STREAM_BYTES;
+}
 
 typedef struct qkv_gemm_kernels {
     qkv_gemm_ukernel_fn ukernel;

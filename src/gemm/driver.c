@@ -81,7 +81,7 @@ static blocking plan(const qkv_gemm_kernels *g, int pack_a, qkv_trans ta, size_t
 {
     const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
     size_t kc = pack_a ? cb.kc_pa : cb.kc;
-    if (!pack_a && narrow_ok(g, ta, n, k, kc) && (double)m * (double)k * sizeof(float) > QKV_GEMV_STREAM_BYTES)
+    if (!pack_a && narrow_ok(g, ta, n, k, kc) && qkv_from_memory(m, k))
         kc = qkv_max(kc, NARROW_KC);
     const size_t k_blocks = k_blocks_of(k, kc);
     return (blocking){(k + k_blocks - 1) / k_blocks, qkv_min(cb.mc, qkv_round_up(m, g->mr)),
@@ -552,10 +552,12 @@ static void gemm_run(gemm_call *cl, const qkv_threadpool *tp)
            processes, medians of 5: 5245 -> 4237 us (1024 -> 2048-column items), where the
            2-thread read loop of the same bytes took 4114-4850 us */
         const size_t items = (cl->n + cl->p.gemv_cols - 1) / cl->p.gemv_cols, tasks = qkv_tasks_for(pool, items);
-        const int from_memory = (double)cl->n * (double)cl->k * sizeof(float) > QKV_GEMV_STREAM_BYTES;
-        cl->row_cols = tasks <= 1                            ? cl->n
-                       : cl->tb == QKV_NOTRANS && from_memory ? qkv_round_up((cl->n + tasks - 1) / tasks, 128)
-                                                              : cl->p.gemv_cols;
+        if (tasks <= 1)
+            cl->row_cols = cl->n;
+        else if (cl->tb == QKV_NOTRANS && qkv_from_memory(cl->k, cl->n))
+            cl->row_cols = qkv_round_up((cl->n + tasks - 1) / tasks, 128);
+        else
+            cl->row_cols = cl->p.gemv_cols;
         qkv_parallel_for(pool, (cl->n + cl->row_cols - 1) / cl->row_cols, row_item, cl);
         return;
     }

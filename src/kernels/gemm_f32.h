@@ -544,7 +544,7 @@ static void QKV_FN(gemv_ns)(size_t n, size_t k, float alpha, const float *x, siz
         }
     }
     float acc[GEMV_NS_COLS_LONG] __attribute__((aligned(64)));
-    const size_t chunk = (double)n * (double)k * sizeof(float) > QKV_GEMV_STREAM_BYTES ? GEMV_NS_COLS_LONG : GEMV_NS_COLS;
+    const size_t chunk = qkv_from_memory(k, n) ? GEMV_NS_COLS_LONG : GEMV_NS_COLS;
     for (size_t j0 = 0; j0 < n; j0 += chunk) {
         const size_t cols = n - j0 < chunk ? n - j0 : chunk;
         for (size_t j = 0; j < cols; j++)
