@@ -147,15 +147,14 @@ static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
  * 1024 x 64 x 1024 unchanged beyond noise.
  * k is never split, and every C element sees the same microkernel calls in the same pc
  * order whatever task runs its item, so the result does not depend on the thread count.
- * m == 1 path: items are GEMV_ITEMS chunks of the output columns (at least GEMV_COLS and a
- * multiple of 128, the column block that the gemv kernels'
- * arithmetic may depend on (kernels.h), so chunking never changes a result). Where one task
- * runs them all (no pool, or one thread) the run takes one item of all the columns instead,
- * and where several tasks share a B from memory (NN) one item per task (gemm_run): the
- * exceptions to items by shape, safe for the same reason: gemv_ns then reads each row of B
- * whole, or the longest segments the tasks allow, not a quarter of every row per item. AMD
- * EPYC Zen 1, one thread, calls interleaved in one process, medians: 1x1024x1024 (B from
- * L3) 453 -> 271 us, 1x2048x2048 3.28 -> 2.28 ms.
+ * m == 1 path: the one exception to items by shape. The run takes one chunk of the output
+ * columns per task (gemm_run), a multiple of 128 columns, the column block that the gemv
+ * kernels' arithmetic may depend on (kernels.h), so the chunking never changes a result;
+ * the shape only caps the tasks (GEMV_COLS columns each at least). One task (no pool, or one
+ * thread) reads each row of B whole (gemv_ns) or each row of op(B) once (gemv_t), and
+ * several tasks read the longest segments they can. AMD EPYC Zen 1, one thread, calls
+ * interleaved in one process, medians: 1x1024x1024 (B from L3) 453 -> 271 us against
+ * 256-column items, 1x2048x2048 3.28 -> 2.28 ms.
  * Threads pay only above PARALLEL_FLOPS (blocked) or PARALLEL_BYTES of B (m == 1); below,
  * one task runs every item in order. */
 enum {
@@ -163,8 +162,7 @@ enum {
     COL_CHUNK_MIN = 128,      /* columns of a compute item at least (keeps A reuse high) */
     ITEMS_WANTED = 16,         /* items per (jc, pc) block worth splitting columns for */
     PA_ITEM_PANELS = 2,       /* the packed-A order: MR-row panels per item at most */
-    GEMV_COLS = 256,          /* columns per m == 1 item at least */
-    GEMV_ITEMS = 4,           /* m == 1 items: wide chunks keep gemv_n's row segments long */
+    GEMV_COLS = 256,          /* m == 1: columns per task at least */
     PARALLEL_FLOPS = 1 << 22, /* 2 m n k below this: one task (64^3 is 2^19) */
     PARALLEL_BYTES = 1 << 20, /* m == 1: bytes of B below this: one task */
     NARROW_COLS = 128,        /* the narrow order: n at most this, */
@@ -173,7 +171,7 @@ enum {
 
 typedef struct gemm_plan {
     blocking b;
-    size_t gemv_cols; /* m == 1: columns per item */
+    size_t gemv_tasks; /* m == 1: tasks at most (GEMV_COLS columns each) */
     size_t col_chunk; /* columns of a compute item inside an nc block */
     size_t n_jr;      /* column chunks per nc block */
     size_t n_ic;      /* row blocks */
@@ -261,7 +259,7 @@ static gemm_plan make_plan(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, 
         p.a_group = p.b.mc;
     p.narrow = narrow_ok(g, ta, n, k, p.b.kc) && n <= p.b.nc;
     p.b_blocks = p.narrow ? k_blocks_of(k, p.b.kc) : 1;
-    p.gemv_cols = qkv_max(GEMV_COLS, qkv_round_up((n + GEMV_ITEMS - 1) / GEMV_ITEMS, 128));
+    p.gemv_tasks = (n + GEMV_COLS - 1) / GEMV_COLS;
     if (m == 1)
         p.parallel = (double)n * (double)k * sizeof(float) >= PARALLEL_BYTES;
     else
@@ -276,12 +274,12 @@ static size_t b_groups(const qkv_gemm_kernels *g, size_t cols)
 }
 
 /* the most items any phase of the call has: it never runs more tasks */
-static size_t max_items(const qkv_gemm_kernels *g, const gemm_plan *p, size_t m, size_t n)
+static size_t max_items(const qkv_gemm_kernels *g, const gemm_plan *p, size_t m)
 {
     if (!p->parallel)
         return 1;
     if (m == 1)
-        return (n + p->gemv_cols - 1) / p->gemv_cols;
+        return p->gemv_tasks;
     return qkv_max(p->b_blocks * b_groups(g, p->b.nc), p->n_ic * p->n_jr);
 }
 
@@ -542,22 +540,20 @@ static void gemm_run(gemm_call *cl, const qkv_threadpool *tp)
         if (cl->w.x != NULL)
             for (size_t p = 0; p < cl->k; p++)
                 cl->w.x[p] = cl->a[p * cl->lda];
-        /* one task (no pool, or a pool of one thread): one item of all columns, so that
-           gemv_ns reads whole rows of B, not a 1024-column slice of every row per item.
-           Several tasks over a B from memory (NN): one item per task, so each task reads
-           the longest row segments it can (n / tasks columns), not 4 KiB of every row per
-           item; B from cache keeps GEMV_ITEMS items, which balance better. A column's
+        /* one item per task, n / tasks columns rounded up to 128 (one task: all n): each
+           task reads the longest row segments of B it can (gemv_ns), or a contiguous run of
+           rows of op(B) (gemv_t), and a task's part of B is the same from call to call, so
+           where it fits the task's caches repeated calls find it there. A column's
            arithmetic does not depend on the chunking (kernels.h), so the bits do not
-           either. AMD EPYC Zen 1, 2 threads, 1x4096x4096 (64 MiB), 3 rounds of alternated
-           processes, medians of 5: 5245 -> 4237 us (1024 -> 2048-column items), where the
-           2-thread read loop of the same bytes took 4114-4850 us */
-        const size_t items = (cl->n + cl->p.gemv_cols - 1) / cl->p.gemv_cols, tasks = qkv_tasks_for(pool, items);
-        if (tasks <= 1)
-            cl->row_cols = cl->n;
-        else if (cl->tb == QKV_NOTRANS && qkv_from_memory(cl->k, cl->n))
-            cl->row_cols = qkv_round_up((cl->n + tasks - 1) / tasks, 128);
-        else
-            cl->row_cols = cl->p.gemv_cols;
+           either. Against 4 items of n / 4 columns (B from cache) on an Intel Xeon, 2
+           threads, 21 rounds of calls alternated in one process, medians: 1x1024x1024 NN
+           100 -> 88 us, NT 46.4 -> 38.9 us, 1x16384x64 NT 56.2 -> 49.2 us, 1x4096x64 NT 7.70
+           -> 7.18 us, 1x3000x700 NN 166 -> 161 us, 1x512x1024 and 1x2048x2048 NN level.
+           Against 1024-column items with B from memory on AMD EPYC Zen 1, 2 threads,
+           1x4096x4096 (64 MiB), 3 rounds of alternated processes, medians of 5: 5245 ->
+           4237 us, where the 2-thread read loop of the same bytes took 4114-4850 us */
+        const size_t tasks = qkv_tasks_for(pool, cl->p.gemv_tasks);
+        cl->row_cols = qkv_round_up((cl->n + tasks - 1) / tasks, 128);
         qkv_parallel_for(pool, (cl->n + cl->row_cols - 1) / cl->row_cols, row_item, cl);
         return;
     }
@@ -695,7 +691,7 @@ qkv_status qkv_gemm_run(const qkv_gemm_kernels *g, const qkv_threadpool *tp, qkv
     }
     gemm_call cl = {g, ta, tb, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, make_plan(g, ta, lda, m, n, k),
                     {NULL, NULL, NULL, 0}, 0, 0, 0, 0, 0};
-    const size_t slots = qkv_tasks_for(cl.p.parallel ? tp : NULL, max_items(g, &cl.p, m, n));
+    const size_t slots = qkv_tasks_for(cl.p.parallel ? tp : NULL, max_items(g, &cl.p, m));
     qkv_arena ar = qkv_arena_sizer();
     layout(&ar, g, ta, tb, m, n, k, cl.p.pack_a, slots, &cl.w);
     const size_t need = qkv_arena_bytes(&ar);
