@@ -143,6 +143,15 @@ static void test_shapes(const qkv_gemm_kernels *g)
     run_shape(13 * MR + 5, PA * NR - 1, 200, &counter);
     run_shape(13 * MR + 5, PA * NR, 200, &counter);
     run_shape(3 * MR + 1, NC_L2 + 1, KC + 1, &counter);
+    /* the packed-A order by shape (AVX-512): more than 32 row panels at pack_a_panels B
+       panels (in place at 32), or twice as many B panels whatever m */
+    run_shape(32 * MR, PA * NR + 5, 120, &counter);
+    run_shape(32 * MR + 1, PA * NR + 5, 120, &counter);
+    run_shape(3 * MR + 2, 2 * PA * NR + 1, 90, &counter);
+    /* the in-place order with its rows split for items (few column chunks): row block by
+       row block, and chunk by chunk where the packed B block is wider than nc_l2 */
+    run_shape(300, 400, 200, &counter);
+    run_shape(300, NC_L2 + 37 < 1000 ? NC_L2 + 37 : 1000, 150, &counter);
     /* the packed order's KC (kc_pa; above KC on a half-rate core): one depth block and two */
     run_shape(2 * MR + 1, PA * NR + 3, bl.kc_pa, &counter);
     run_shape(2 * MR + 1, PA * NR + 3, bl.kc_pa + 1, &counter);

@@ -127,7 +127,9 @@ static const shape kShapes[] = {
     {1, 5000, 300},   /* m == 1, B of 6 MB: column chunks */
     {40, 40, 40},     /* below the threads threshold */
     {1, 4500, 520},   /* m == 1, B of 9 MB: one task reads whole rows (gemv_ns's long chunks),
-                         several tasks 1152-column items */
+                         several tasks a chunk of n / tasks columns each */
+    {300, 400, 200},  /* the in-place order with its rows split for items (AVX-512: 4 row
+                         blocks x 3 column chunks; chunk by chunk on the scalar table) */
 #ifndef QKV_TEST_EMULATED /* under qemu the first five cover the same paths in reasonable time */
     {130, 1030, 600}, /* several KC blocks, column chunks */
     {333, 5000, 33},  /* several NC blocks */

@@ -105,9 +105,10 @@ static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
  * Blocked path: for each jc block of NC columns and each pc block of KC depth, the kc x nc
  * block of op(B) is packed once into shared micropanels (items: groups of B_PANELS NR-wide
  * panels), then the items of the block compute C in one of two orders:
- *   packed A, where the table asks for it (g->pack_a_panels B panels or more per row
- *     panel of A, n >= pack_a_panels NR, or A transposed; the AVX-512 table; on a
- *     half-rate core also a row-major A whose rows crowd an L1 set: packs_a): an item is an
+ *   packed A, where the table asks for it (A transposed, or n of pack_a_panels B panels
+ *     or more and m of more than PA_MIN_PANELS row panels, or n of twice as many B panels;
+ *     the AVX-512 table; on a half-rate core also a row-major A whose rows crowd an L1
+ *     set: packs_a): an item is an
  *     ic block of MC rows and all nc columns. It packs its rows of A (a row-major A
  *     packed for crowding: one MR-row panel at a time, before its tiles) and runs ir outside
  *     jr: one MR x KC micropanel of A stays in L1 while the B micropanels stream from L2,
@@ -162,6 +163,8 @@ enum {
     COL_CHUNK_MIN = 128,      /* columns of a compute item at least (keeps A reuse high) */
     ITEMS_WANTED = 16,         /* items per (jc, pc) block worth splitting columns for */
     PA_ITEM_PANELS = 2,       /* the packed-A order: MR-row panels per item at most */
+    PA_MIN_PANELS = 32,       /* the packed-A order by shape: more MR-row panels than this */
+    ROW_BLOCK_MIN = 64,       /* the in-place order's row blocks: rows at least, when split for items */
     GEMV_COLS = 256,          /* m == 1: columns per task at least */
     PARALLEL_FLOPS = 1 << 22, /* 2 m n k below this: one task (64^3 is 2^19) */
     PARALLEL_BYTES = 1 << 20, /* m == 1: bytes of B below this: one task */
@@ -175,6 +178,8 @@ typedef struct gemm_plan {
     size_t col_chunk; /* columns of a compute item inside an nc block */
     size_t n_jr;      /* column chunks per nc block */
     size_t n_ic;      /* row blocks */
+    int chunk_major;  /* items numbered column chunk by chunk (the row blocks of a chunk in a
+                         row), else row block by row block */
     int pack_a;       /* the packed-A order (see above): A packed per item, ir outside jr */
     size_t a_group;   /* rows of A an item packs at a time: MR where a row-major A is packed
                          for crowding alone (block_item), else its MC; 0: A not packed */
@@ -200,18 +205,20 @@ static size_t rows_per_set(size_t mr, size_t lda, const qkv_gemm_blocking *cb)
 }
 
 /* The blocked path takes the packed-A order: a function of the table, the shape and lda.
-   By shape where the table asks for it; on a half-rate core (cb.pa_crowd != 0) also where
+   By shape where the table asks for it (A transposed, or n of pack_a_panels B panels or
+   more and m of more than PA_MIN_PANELS row panels); on a half-rate core (cb.pa_crowd != 0) also where
    the rows of a row-major A crowd L1 sets (lda a multiple of 1024 floats puts all 12 rows
    of a tile in one set of 8 ways: 4096 x 64 x 4096 read in place ran 25% slower than with
    lda 4112). lda == 0: any lda (may the order be taken?). */
-static int packs_a_by_shape(const qkv_gemm_kernels *g, qkv_trans ta, size_t n)
+static int packs_a_by_shape(const qkv_gemm_kernels *g, qkv_trans ta, size_t m, size_t n)
 {
-    return g->pack_a_panels != 0 && (ta == QKV_TRANS || n >= g->pack_a_panels * g->nr);
+    const size_t panels = g->pack_a_panels;
+    return panels != 0 && (ta == QKV_TRANS || n >= 2 * panels * g->nr || (n >= panels * g->nr && m > PA_MIN_PANELS * g->mr));
 }
 
-static int packs_a(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, size_t n)
+static int packs_a(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, size_t m, size_t n)
 {
-    if (packs_a_by_shape(g, ta, n))
+    if (packs_a_by_shape(g, ta, m, n))
         return 1;
     const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
     if (g->pack_a_panels == 0 || cb.pa_crowd == 0 || cb.l1_line == 0 || cb.l1_way < cb.l1_line)
@@ -230,13 +237,13 @@ static int narrow_ok(const qkv_gemm_kernels *g, qkv_trans ta, size_t n, size_t k
 static gemm_plan make_plan(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, size_t m, size_t n, size_t k)
 {
     gemm_plan p;
-    p.pack_a = packs_a(g, ta, lda, n);
+    p.pack_a = packs_a(g, ta, lda, m, n);
     if (p.pack_a) {
         const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
         p.b = plan(g, 1, ta, m, n, k);
         p.b.nc = qkv_min(p.b.nc, cb.nc_l2);
         p.b.mc = qkv_min(p.b.mc, qkv_round_up((m + ITEMS_WANTED - 1) / ITEMS_WANTED, g->mr));
-        if (packs_a_by_shape(g, ta, n)) /* not a row-major A packed for crowding alone */
+        if (packs_a_by_shape(g, ta, m, n)) /* not a row-major A packed for crowding alone */
             p.b.mc = qkv_min(p.b.mc, PA_ITEM_PANELS * g->mr);
     } else {
         p.b = plan_in_place(g, ta, lda, m, n, k);
@@ -252,8 +259,26 @@ static gemm_plan make_plan(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, 
     n_jr = qkv_min(n_jr, qkv_max(1, p.b.nc / COL_CHUNK_MIN));
     p.col_chunk = qkv_round_up((p.b.nc + n_jr - 1) / n_jr, g->nr);
     p.n_jr = (p.b.nc + p.col_chunk - 1) / p.col_chunk;
+    /* the in-place order still short of ITEMS_WANTED items (few column chunks, one MC block
+       of rows: 384^3 made 3 items, which two tasks ran as 2 + 1) also splits the rows, into
+       equal blocks of ROW_BLOCK_MIN rows at least; the tiles stay on the same MR grid. Where
+       the packed B block is wider than the model keeps in L2 (nc_l2), its items then go
+       chunk by chunk, so that consecutive items share their B chunk and re-read only their
+       rows of A, not every chunk of B from L3 once per row block (AVX2 300 x 1000 x 500, one
+       thread: 5% slower row block by row block, 2% faster chunk by chunk); a block that
+       stays in L2 keeps row blocks in a row, where two tasks taking items in turn mostly
+       keep to a chunk each */
+    p.chunk_major = 0;
+    if (!p.pack_a && p.n_ic * p.n_jr < ITEMS_WANTED) {
+        const size_t n_ic = qkv_min((ITEMS_WANTED + p.n_jr - 1) / p.n_jr, qkv_max(1, m / ROW_BLOCK_MIN));
+        if (n_ic > p.n_ic) {
+            p.b.mc = qkv_round_up((m + n_ic - 1) / n_ic, g->mr);
+            p.n_ic = (m + p.b.mc - 1) / p.b.mc;
+            p.chunk_major = p.b.nc > qkv_gemm_blocking_of(g).nc_l2;
+        }
+    }
     p.a_group = 0;
-    if (p.pack_a && ta == QKV_NOTRANS && !packs_a_by_shape(g, ta, n))
+    if (p.pack_a && ta == QKV_NOTRANS && !packs_a_by_shape(g, ta, m, n))
         p.a_group = g->mr; /* packed for crowding alone */
     else if (p.pack_a || ta == QKV_TRANS)
         p.a_group = p.b.mc;
@@ -321,7 +346,7 @@ size_t qkv_gemm_ws_bytes(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t 
         const qkv_gemm_kernels *g;
         for (size_t j = 0; (g = qkv_gemm_tile_of(qkv_kernels_built(i), j)) != NULL; j++) {
             /* either order where lda decides (packs_a) */
-            const int by_shape = packs_a_by_shape(g, ta, n), may = packs_a(g, ta, 0, n);
+            const int by_shape = packs_a_by_shape(g, ta, m, n), may = packs_a(g, ta, 0, m, n);
             for (int pack_a = by_shape; pack_a <= may; pack_a++) {
                 qkv_arena ar = qkv_arena_sizer();
                 gemm_ws w;
@@ -501,7 +526,9 @@ static void block_item(const gemm_call *cl, size_t ic, size_t mc, size_t j0, siz
 static void compute_item(void *ctx, size_t item, size_t slot)
 {
     const gemm_call *cl = ctx;
-    const size_t ic = (item / cl->p.n_jr) * cl->p.b.mc, j0 = (item % cl->p.n_jr) * cl->p.col_chunk;
+    const size_t i_blk = cl->p.chunk_major ? item % cl->p.n_ic : item / cl->p.n_jr;
+    const size_t j_blk = cl->p.chunk_major ? item / cl->p.n_ic : item % cl->p.n_jr;
+    const size_t ic = i_blk * cl->p.b.mc, j0 = j_blk * cl->p.col_chunk;
     if (j0 >= cl->nc)
         return; /* the last nc block may be narrower: fewer chunks */
     block_item(cl, ic, qkv_min(cl->p.b.mc, cl->m - ic), j0, qkv_min(cl->p.col_chunk, cl->nc - j0), cl->pc, cl->kc,

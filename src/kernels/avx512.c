@@ -32,7 +32,14 @@
    threads 1.03-1.58x (the row panels make more items than the in-place order's column
    chunks: 256^3 1.04-1.37x, 1000 x 500 x 500 1.23-1.32x). Not re-measured on a half-rate
    core (Zen 4). The AVX2 6 x 16 tile there: 0.96-1.0x on the squares and 1024 x 1024 x 64,
-   1.25x on 4096 x 4096 x 64; it keeps A in place. */
+   1.25x on 4096 x 4096 x 64; it keeps A in place.
+   Since the in-place order splits its rows too where it has few items, the driver keeps A
+   in place below 16 B panels where m is at most 32 row panels (PA_MIN_PANELS): on an Intel
+   Xeon (2 vCPUs, 48 KiB L1d, 2 MiB L2), 21 rounds of calls alternated in one process,
+   in place against packed, medians, one thread / two: 256^3 1.03x / 1.16x, 256 x 256 x 64
+   NT 1.02x / 1.23x, 300^3 1.03x / 1.03x, 64 x 300 x 500 1.03x / 1.26x, 128 x 480 x 1024
+   1.01x / 1.05x, 384^3 level. Wide n keeps the packed order at any m (384 x
+   1024 x 64 NT in place 0.90x / 0.92x, 200 x 2000 x 300 0.96x / 1.05x). */
 #define GEMM_PACK_A_PANELS 8
 /* B 8 k steps (1 KiB) ahead, two lines a step: in the packed-A order the B micropanels
    stream from L2 (the model's NC_L2 block), and 24 FMAs a step leave the loads little slack
