@@ -138,7 +138,9 @@ static void test_shapes(const qkv_gemm_kernels *g)
     run_shape(161, 160, 160, &counter);
     run_shape(5 * MR + 1, 16 * NR + 5, 170, &counter);
     /* the two orders of the blocked path (gemm/driver.c): A in place below the table's
-       pack_a_panels B panels, packed from there on, and the packed order's NC (nc_l2) */
+       pack_a_panels B panels, and at them (with m of at most 32 row panels: in place as
+       well since the in-place order splits rows; the bounds in m below), and the packed
+       order's NC (nc_l2) */
     const size_t NC_L2 = bl.nc_l2, PA = g->pack_a_panels != 0 ? g->pack_a_panels : 8;
     run_shape(13 * MR + 5, PA * NR - 1, 200, &counter);
     run_shape(13 * MR + 5, PA * NR, 200, &counter);
@@ -152,9 +154,10 @@ static void test_shapes(const qkv_gemm_kernels *g)
        row block, and chunk by chunk where the packed B block is wider than nc_l2 */
     run_shape(300, 400, 200, &counter);
     run_shape(300, NC_L2 + 37 < 1000 ? NC_L2 + 37 : 1000, 150, &counter);
-    /* the packed order's KC (kc_pa; above KC on a half-rate core): one depth block and two */
-    run_shape(2 * MR + 1, PA * NR + 3, bl.kc_pa, &counter);
-    run_shape(2 * MR + 1, PA * NR + 3, bl.kc_pa + 1, &counter);
+    /* the packed order's KC (kc_pa; above KC on a half-rate core): one depth block and two
+       (packed by the width of n alone) */
+    run_shape(2 * MR + 1, 2 * PA * NR + 3, bl.kc_pa, &counter);
+    run_shape(2 * MR + 1, 2 * PA * NR + 3, bl.kc_pa + 1, &counter);
     /* a row-major A whose rows all fall into one L1 set (lda 1024 floats): the packed-A
        order below pack_a_panels B panels on a half-rate core (bl.pa_crowd), in place
        elsewhere; m n k above the unpacked path's limit */

@@ -105,11 +105,10 @@ static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
  * Blocked path: for each jc block of NC columns and each pc block of KC depth, the kc x nc
  * block of op(B) is packed once into shared micropanels (items: groups of B_PANELS NR-wide
  * panels), then the items of the block compute C in one of two orders:
- *   packed A, where the table asks for it (A transposed, or n of pack_a_panels B panels
- *     or more and m of more than PA_MIN_PANELS row panels, or n of twice as many B panels;
- *     the AVX-512 table; on a half-rate core also a row-major A whose rows crowd an L1
- *     set: packs_a): an item is an
- *     ic block of MC rows and all nc columns. It packs its rows of A (a row-major A
+ *   packed A, where the table asks for it (A transposed, or n of twice pack_a_panels B
+ *     panels, or of pack_a_panels with m of more than PA_MIN_PANELS row panels; the
+ *     AVX-512 table; on a half-rate core also a row-major A whose rows crowd an L1 set:
+ *     packs_a): an item is an ic block of MC rows and all nc columns. It packs its rows of A (a row-major A
  *     packed for crowding: one MR-row panel at a time, before its tiles) and runs ir outside
  *     jr: one MR x KC micropanel of A stays in L1 while the B micropanels stream from L2,
  *     where the block of B stays (its KC and NC are kc_pa and nc_l2: gemm/blocking.h; on a
@@ -205,15 +204,17 @@ static size_t rows_per_set(size_t mr, size_t lda, const qkv_gemm_blocking *cb)
 }
 
 /* The blocked path takes the packed-A order: a function of the table, the shape and lda.
-   By shape where the table asks for it (A transposed, or n of pack_a_panels B panels or
-   more and m of more than PA_MIN_PANELS row panels); on a half-rate core (cb.pa_crowd != 0) also where
-   the rows of a row-major A crowd L1 sets (lda a multiple of 1024 floats puts all 12 rows
-   of a tile in one set of 8 ways: 4096 x 64 x 4096 read in place ran 25% slower than with
-   lda 4112). lda == 0: any lda (may the order be taken?). */
+   By shape where the table asks for it (A transposed, or n of twice pack_a_panels B
+   panels, or of pack_a_panels with m of more than PA_MIN_PANELS row panels); on a
+   half-rate core (cb.pa_crowd != 0) also where the rows of a row-major A crowd L1 sets
+   (lda a multiple of 1024 floats puts all 12 rows of a tile in one set of 8 ways: 4096 x
+   64 x 4096 read in place ran 25% slower than with lda 4112). lda == 0: any lda (may the
+   order be taken?). */
 static int packs_a_by_shape(const qkv_gemm_kernels *g, qkv_trans ta, size_t m, size_t n)
 {
     const size_t panels = g->pack_a_panels;
-    return panels != 0 && (ta == QKV_TRANS || n >= 2 * panels * g->nr || (n >= panels * g->nr && m > PA_MIN_PANELS * g->mr));
+    return panels != 0 &&
+           (ta == QKV_TRANS || n >= 2 * panels * g->nr || (n >= panels * g->nr && m > PA_MIN_PANELS * g->mr));
 }
 
 static int packs_a(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, size_t m, size_t n)
