@@ -235,6 +235,14 @@ static int narrow_ok(const qkv_gemm_kernels *g, qkv_trans ta, size_t n, size_t k
            (double)k_blocks_of(k, kc) * (double)kc * (double)qkv_round_up(n, g->nr) * sizeof(float) <= NARROW_B_BYTES;
 }
 
+/* the m rows cut into about n_ic equal blocks of whole MR-row panels (256 rows into 2: 132 +
+   124, not 216 + 40), so that the items of a block weigh the same: sets p->b.mc and p->n_ic */
+static void cut_rows(const qkv_gemm_kernels *g, size_t m, size_t n_ic, gemm_plan *p)
+{
+    p->b.mc = qkv_round_up((m + n_ic - 1) / n_ic, g->mr);
+    p->n_ic = (m + p->b.mc - 1) / p->b.mc;
+}
+
 static gemm_plan make_plan(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, size_t m, size_t n, size_t k)
 {
     gemm_plan p;
@@ -249,11 +257,7 @@ static gemm_plan make_plan(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, 
     } else {
         p.b = plan_in_place(g, ta, lda, m, n, k);
     }
-    p.n_ic = (m + p.b.mc - 1) / p.b.mc;
-    /* equal row blocks (256 rows with MC 216: 132 + 124, not 216 + 40), so that the items
-       of a block weigh the same */
-    p.b.mc = qkv_round_up((m + p.n_ic - 1) / p.n_ic, g->mr);
-    p.n_ic = (m + p.b.mc - 1) / p.b.mc;
+    cut_rows(g, m, (m + p.b.mc - 1) / p.b.mc, &p); /* as many blocks as MC asks for */
     /* split the columns only as far as needed for ITEMS_WANTED items, and never into
        chunks narrower than COL_CHUNK_MIN; the packed-A order keeps whole blocks */
     size_t n_jr = p.n_ic >= ITEMS_WANTED || p.pack_a ? 1 : (ITEMS_WANTED + p.n_ic - 1) / p.n_ic;
@@ -273,8 +277,7 @@ static gemm_plan make_plan(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, 
     if (!p.pack_a && p.n_ic * p.n_jr < ITEMS_WANTED) {
         const size_t n_ic = qkv_min((ITEMS_WANTED + p.n_jr - 1) / p.n_jr, qkv_max(1, m / ROW_BLOCK_MIN));
         if (n_ic > p.n_ic) {
-            p.b.mc = qkv_round_up((m + n_ic - 1) / n_ic, g->mr);
-            p.n_ic = (m + p.b.mc - 1) / p.b.mc;
+            cut_rows(g, m, n_ic, &p);
             p.chunk_major = p.b.nc > qkv_gemm_blocking_of(g).nc_l2;
         }
     }
