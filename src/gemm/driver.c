@@ -294,8 +294,7 @@ static gemm_plan make_plan_of(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
        chunk by chunk, so that consecutive items share their B chunk and re-read only their
        rows of A, not every chunk of B from L3 once per row block (AVX2 300 x 1000 x 500, one
        thread: 5% slower row block by row block, 2% faster chunk by chunk); a block that
-       stays in L2 keeps row blocks in a row, where two tasks taking items in turn mostly
-       keep to a chunk each */
+       stays in L2 keeps row blocks in a row */
     p.chunk_major = 0;
     if (!p.pack_a && p.n_ic * p.n_jr < ITEMS_WANTED) {
         const size_t n_ic = qkv_min((ITEMS_WANTED + p.n_jr - 1) / p.n_jr, qkv_max(1, m / ROW_BLOCK_MIN));
@@ -636,10 +635,10 @@ static void blocked_run(gemm_call *cl)
    760 -> 738 us, 300 x 1000 x 500 1.75 -> 1.52 ms. One thread runs the same code as
    before. */
 enum {
-    REGION_MACS = 1 << 20 /* multiply-adds a region has at least (half of PARALLEL_FLOPS) */
+    REGION_MACS = 1 << 20, /* multiply-adds a region has at least (half of PARALLEL_FLOPS) */
+    PACK_COST = 10         /* multiply-adds a packed float costs, about (a 256 x 256 block of
+                              B packs in 7 us, the 12 x 32 tile's 256^3 takes 186 us) */
 };
-enum { PACK_COST = 10 }; /* multiply-adds a packed float costs, about (a 256 x 256 block of B
-                            packs in 7 us, the 12 x 32 tile's 256^3 takes 186 us) */
 
 static void grid_for(gemm_call *cl, size_t tasks)
 {
