@@ -8,6 +8,15 @@
  *                                     the table's second GEMM tile (kernels.h, AVX2 4 x 24)
  *   ukernel/qkv-<isa>/inplace/k<K>    A read in place, rows of a row-major matrix (the
  *                                     driver's usual path and sdpa's S^T = K Q^T)
+ *   ukernel/qkv-<isa>/stream/k<K>     the inner loop of the driver's packed-A order: one
+ *                                     packed MR x K micropanel of A against every panel of a
+ *                                     packed K x NC block of B (NC: the tile's nc_l2 from
+ *                                     this machine's caches, the block the order keeps in
+ *                                     L2), C tiles side by side in an MR x NC block. What a
+ *                                     large GEMM can reach at most in that order: its rows
+ *                                     over this one are the driver's cost (packing, edges,
+ *                                     C from memory), this one over packed/k<K> the cost of
+ *                                     streaming B from L2
  *   gemv_t/qkv-<isa>/<N>x<K>          y = B x, B n x k row-major (decode scores q K^T)
  *   gemv_n/qkv-<isa>/<N>x<K>          y = x B, B k x n row-major (decode P V)
  *   attn_update/qkv-<isa>/<R>x<C>x<D> one online-softmax step over an R x C S^T tile with a
@@ -45,6 +54,27 @@ void bench_ukernel(benchmark::State &st, qkv_isa isa, std::size_t tile, std::siz
         benchmark::ClobberMemory();
     }
     qkv_bench::set_flop_counters(st, 2.0 * (double)(mr * nr * k), isa);
+}
+
+void bench_stream(benchmark::State &st, qkv_isa isa, std::size_t tile, std::size_t k)
+{
+    const qkv_kernels *t = table_of(st, isa);
+    if (t == nullptr)
+        return;
+    const qkv_gemm_kernels *g = qkv_gemm_tile_of(t, tile);
+    const std::size_t mr = g->mr, nr = g->nr, nc = qkv_gemm_blocking_of(g).nc_l2 / nr * nr;
+    auto a = qkv_bench::alloc_floats(mr * k), b = qkv_bench::alloc_floats(k * nc), c = qkv_bench::alloc_floats(mr * nc);
+    qkv_bench::fill_uniform(a.get(), mr * k, -1, 1, 1);
+    qkv_bench::fill_uniform(b.get(), k * nc, -1, 1, 2);
+    qkv_bench::fill_uniform(c.get(), mr * nc, -1, 1, 3);
+    for (auto _ : st) {
+        for (std::size_t jr = 0; jr < nc; jr += nr)
+            g->ukernel(k, a.get(), 1, mr, b.get() + jr * k, c.get() + jr, nc, 1.0f, 1.0f, nullptr);
+        benchmark::DoNotOptimize(c.get());
+        benchmark::ClobberMemory();
+    }
+    qkv_bench::set_flop_counters(st, 2.0 * (double)(mr * nc * k), isa);
+    st.counters["nc"] = (double)nc;
 }
 
 void bench_gemv(benchmark::State &st, qkv_isa isa, std::size_t n, std::size_t k, bool trans)
@@ -114,6 +144,8 @@ void register_all()
                         bench_ukernel(st, isa, tile, k, inplace);
                     });
                 }
+                benchmark::RegisterBenchmark(("ukernel/" + tile_impl + "/stream/k" + std::to_string(k)).c_str(),
+                                             [=](benchmark::State &st) { bench_stream(st, isa, tile, k); });
             }
         }
         for (auto nk : {std::pair<std::size_t, std::size_t>{4096, 64}, {1024, 128}}) {

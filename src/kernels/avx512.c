@@ -9,6 +9,19 @@
  * fail 64 or 96; 14 x 32 (28 + 3 = 31) does not divide 96. 12 x 32 remains: per k step 2 B
  * loads + 12 broadcast loads feed 24 FMAs (12 cycles on 2 pipes), 24 chains >= 8.
  * bench_ukernels here: 90% of the in-process peak at k = 256 (87% at k = 64).
+ * As a GEMM-only second tile (kernels/avx2_4x24.c's way, free of the head sizes), 8 x 48
+ * lost too, on an Intel Xeon (2 vCPUs, 48 KiB L1d, 2 MiB L2; 12 x 32 at 82-83% of the
+ * peak in bench_ukernels, packed and stream alike). A scratch k loop in L1 gave it 184-190
+ * GFLOP/s against 173-181 for 12 x 32, but in the library its microkernel ran level
+ * (packed k 256: 171 against 172 GFLOP/s; its B prefetch, three lines a k step, cost 6% in
+ * L1), and calls alternated in one process, 11 rounds, medians, 8 x 48 against 12 x 32, one
+ * thread / two: with the packed-A order and the B prefetch (KC 192) 256^3 0.87x / 0.87x,
+ * 480^3 0.99x / 0.93x, 512^3 0.94x / 0.96x, 1024^3 0.96x / 0.98x, 2048^3 0.97x / 0.96x,
+ * 1024 x 1024 x 64 NT 0.98x / 1.01x, 4096 x 64 x 4096 0.71x / 0.74x; with A in place and
+ * no prefetch 256^3 0.89x / 0.89x, 480^3 0.99x / 1.01x, 512^3 0.94x / 0.97x, 1024^3 0.86x /
+ * 0.89x, 1024 x 1024 x 64 NT 0.89x / 0.96x (256 columns leave a 16-wide edge tile; 480
+ * none). The same Xeon streams the B block from L2 at no cost to 12 x 32 (bench_ukernels
+ * stream/k256 = packed/k256), so the k loop itself sets the ceiling there.
  * Fallback blocking (caches unreadable; normally derived at start-up, gemm/blocking.h):
  * BLIS skx scaled to this tile (MC 240 = 20 x 12, KC 256, NC 3072).
  * Edge tiles: the driver's scratch tile, or ukernel_sup's masked columns and row count;
