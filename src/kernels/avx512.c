@@ -20,8 +20,16 @@
  * 1024 x 1024 x 64 NT 0.98x / 1.01x, 4096 x 64 x 4096 0.71x / 0.74x; with A in place and
  * no prefetch 256^3 0.89x / 0.89x, 480^3 0.99x / 1.01x, 512^3 0.94x / 0.97x, 1024^3 0.86x /
  * 0.89x, 1024 x 1024 x 64 NT 0.89x / 0.96x (256 columns leave a 16-wide edge tile; 480
- * none). The same Xeon streams the B block from L2 at no cost to 12 x 32 (bench_ukernels
- * stream/k256 = packed/k256), so the k loop itself sets the ceiling there.
+ * none). With A packed into blocks of MC rows and the jr loop outside ir (its B micropanel
+ * in L1, no B prefetch, no prefetch of the tile below), where its microkernel led 12 x 32
+ * by 4-7% over a packed block of A in L2 (182 against 170-174 GFLOP/s, MC 240, k 192 /
+ * 256), calls ran, MC 240 / 480, one thread: 512^3 0.99x / 0.98x, 1024^3 0.95x / 0.93x,
+ * 1024 x 1024 x 64 NT 0.87x / 0.90x (not taken apart; what differs: the 16-wide edge
+ * panel of 1024 columns, a k block more of C traffic at KC 192, tiles walking down C); 6 x
+ * 64 the same way (KC 128, MC 240 / 480: 256^3 0.94x / 0.98x, 512^3 0.96x / 0.95x, 1024^3
+ * 0.95x / 0.95x, 1024 x 1024 x 64 NT 0.97x / 1.00x). The
+ * same Xeon streams the B block from L2 at no cost to 12 x 32 (bench_ukernels stream/k256
+ * = packed/k256), so the k loop itself sets the ceiling there.
  * Fallback blocking (caches unreadable; normally derived at start-up, gemm/blocking.h):
  * BLIS skx scaled to this tile (MC 240 = 20 x 12, KC 256, NC 3072).
  * Edge tiles: the driver's scratch tile, or ukernel_sup's masked columns and row count;
