@@ -130,6 +130,8 @@ static const shape kShapes[] = {
                          several tasks a chunk of n / tasks columns each */
     {300, 400, 200},  /* the in-place order with its rows split for items (AVX-512: 4 row
                          blocks x 3 column chunks; chunk by chunk on the scalar table) */
+    {100, 90, 700},   /* the narrow order with one row block by shape, which several tasks
+                         cut into about a multiple of the task count */
 #ifndef QKV_TEST_EMULATED /* under qemu the first five cover the same paths in reasonable time */
     {130, 1030, 600}, /* several KC blocks, column chunks */
     {333, 5000, 33},  /* several NC blocks */
