@@ -29,6 +29,7 @@ struct Shape {
 const std::vector<Shape> kShapes = {
     {256, 256, 256, false},    {512, 512, 512, false},   {1024, 1024, 1024, false}, {2048, 2048, 2048, false},
     {1024, 1024, 64, true},    {4096, 64, 4096, false},  /* S = Q K^T, O = P V */
+    {96, 96, 1024, false},     /* the narrow order with few rows (a row block per task) */
     {1, 4096, 64, true},       {1, 1024, 1024, false},   {1, 4096, 4096, false}, /* decode */
     {64, 64, 64, false},       /* below the threads threshold */
 };
