@@ -18,10 +18,12 @@
  * qkv_gemm_ex: the active ISA's, read once per call; drivers pass the one they resolved for
  * the whole call). Threads: the plan below cuts the work into items by shape; on several
  * tasks (threadpool.h) the blocked path gives each task a region of C whose items it runs
- * in order, the narrow order spreads its items, and m == 1 takes a chunk of columns per
- * task; the results are bit-identical for every thread count. One workspace (a packed B
- * block and per task a packed A block; regions: per task both; or the gathered x of the
- * m == 1 path) is carved from the caller's memory or allocated once per call.
+ * in order, the narrow order gives each task a run of its row blocks and, with an A from
+ * cache and a small op(B), its own packed op(B) (else it spreads its items), and m == 1
+ * takes a chunk of columns per task; the results are bit-identical for every thread count.
+ * One workspace (a packed B block and per task a packed A block; regions and the narrow
+ * order's own op(B): per task both; or the gathered x of the m == 1 path) is carved from
+ * the caller's memory or allocated once per call.
  * Compiled with baseline flags: all arithmetic happens in the ISA kernels, except the
  * O(mn) scaling for k == 0. */
 #include <stdint.h>
@@ -169,7 +171,8 @@ static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
  * interleaved in one process, medians: 1x1024x1024 (B from L3) 453 -> 271 us against
  * 256-column items, 1x2048x2048 3.28 -> 2.28 ms.
  * Threads pay only above PARALLEL_FLOPS (blocked) or PARALLEL_BYTES of B (m == 1); below,
- * one task runs every item in order. The narrow order spreads its items over the tasks. */
+ * one task runs every item in order. The narrow order spreads its items over the tasks,
+ * or gives each task a run of them (narrow_own_item). */
 enum {
     B_PANELS = 4,             /* NR-wide B panels packed per item */
     COL_CHUNK_MIN = 128,      /* columns of a compute item at least (keeps A reuse high) */
@@ -181,7 +184,8 @@ enum {
     PARALLEL_FLOPS = 1 << 22, /* 2 m n k below this: one task (64^3 is 2^19) */
     PARALLEL_BYTES = 1 << 20, /* m == 1: bytes of B below this: one task */
     NARROW_COLS = 128,        /* the narrow order: n at most this, */
-    NARROW_B_BYTES = 4 << 20  /* and the whole packed op(B) at most this */
+    NARROW_B_BYTES = 4 << 20, /* and the whole packed op(B) at most this */
+    NARROW_OWN_BYTES = 1 << 20 /* on several tasks, each packs its own op(B) up to this */
 };
 
 typedef struct gemm_plan {
@@ -241,12 +245,28 @@ static int packs_a(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, size_t m
     return lda == 0 || rows_per_set(g->mr, lda, &cb) > cb.pa_crowd;
 }
 
+/* packed bytes of the whole op(B) of the narrow order (k blocks of depth kc) */
+static double narrow_b_bytes(const qkv_gemm_kernels *g, size_t n, size_t k, size_t kc)
+{
+    return (double)k_blocks_of(k, kc) * (double)kc * (double)qkv_round_up(n, g->nr) * sizeof(float);
+}
+
 /* the narrow order for an op(B) of n columns, k blocks of depth kc: one NC block, and the
    whole packed op(B) (whole KC blocks of whole NR panels) within NARROW_B_BYTES */
 static int narrow_ok(const qkv_gemm_kernels *g, qkv_trans ta, size_t n, size_t k, size_t kc)
 {
-    return ta == QKV_NOTRANS && n <= NARROW_COLS &&
-           (double)k_blocks_of(k, kc) * (double)kc * (double)qkv_round_up(n, g->nr) * sizeof(float) <= NARROW_B_BYTES;
+    return ta == QKV_NOTRANS && n <= NARROW_COLS && narrow_b_bytes(g, n, k, kc) <= NARROW_B_BYTES;
+}
+
+/* the narrow order on several tasks with a copy of the packed op(B) per task
+   (narrow_own_item): n within one NC block, op(B) within NARROW_OWN_BYTES, and an A from
+   cache (one from memory keeps the shared op(B) and the items pulled from a counter, whose
+   balance counts more there: 4096 x 64 x 4096 on two threads ran 2-3% slower with its rows
+   cut in two, Intel Xeon, AVX-512 and AVX2) */
+static int narrow_own_ok(const qkv_gemm_kernels *g, qkv_trans ta, size_t m, size_t n, size_t k, const blocking *b)
+{
+    return narrow_ok(g, ta, n, k, b->kc) && n <= b->nc && narrow_b_bytes(g, n, k, b->kc) <= NARROW_OWN_BYTES &&
+           !qkv_from_memory(m, k);
 }
 
 /* the m rows cut into about n_ic equal blocks of whole MR-row panels (256 rows into 2: 132 +
@@ -379,8 +399,10 @@ static void layout(qkv_arena *ar, const qkv_gemm_kernels *g, qkv_trans ta, qkv_t
         return;
     }
     const blocking b = plan(g, pack_a, ta, m, n, k);
-    if (regions) { /* per slot its B block, NC at most nc_l2 (make_plan_of), then its A block */
-        w->b_len = qkv_round_up(b.kc * qkv_min(b.nc, qkv_gemm_blocking_of(g).nc_l2), 16);
+    if (regions) { /* per slot its B block, NC at most nc_l2 (make_plan_of), or in the narrow
+                      order all of op(B) (gemm_run), then its A block */
+        w->b_len = narrow_own_ok(g, ta, m, n, k, &b) ? qkv_round_up(k_blocks_of(k, b.kc) * b.kc * b.nc, 16)
+                                                 : qkv_round_up(b.kc * qkv_min(b.nc, qkv_gemm_blocking_of(g).nc_l2), 16);
         w->slot_len = w->b_len + (ta == QKV_TRANS || pack_a ? qkv_round_up(b.mc * b.kc, 16) : 0);
         w->slots = qkv_arena_array(ar, w->slot_len, n_slots);
         return;
@@ -502,6 +524,8 @@ typedef struct gemm_call {
     size_t row_cols; /* m == 1: output columns per item of this run (gemm_run) */
     size_t reg_rows, reg_cols, reg_tn; /* regions (grid_for): rows and columns of each, and
                                           regions per row of them; reg_tn == 0: none */
+    size_t own_tasks; /* the narrow order with op(B) packed by each task: the tasks (each a
+                         run of row blocks); 0: op(B) packed once and shared */
 } gemm_call;
 
 /* B panels [j0 / NR, j0 / NR + B_PANELS) of the kc x nc block of op(B) at (pc, jc), packed
@@ -603,6 +627,25 @@ static void narrow_item(void *ctx, size_t i, size_t slot)
     for (size_t pc = 0, q = 0; pc < cl->k; pc += cl->p.b.kc, q++)
         block_item(cl, ic, mc, 0, cl->n, pc, qkv_min(cl->p.b.kc, cl->k - pc),
                    cl->w.bp + q * cl->p.b.kc * cl->p.b.nc, slot);
+}
+
+/* The narrow order on several tasks, task r of own_tasks: op(B) packed whole into the
+   task's slot, then row blocks [r n_ic / own_tasks, (r + 1) n_ic / own_tasks) as
+   narrow_item runs them. Against one packed op(B) shared by the tasks, which one phase
+   packs (each task a share) before another computes, each task's op(B) stays in its own
+   core's caches: no wait between the phases, and no line the other core packed. The tiles
+   and their pc order are narrow_item's: the same bits. */
+static void narrow_own_item(void *ctx, size_t r, size_t slot)
+{
+    const gemm_call *cl = ctx;
+    gemm_call own = *cl;
+    own.w.bp = cl->w.slots + slot * cl->w.slot_len;
+    own.w.slots = own.w.bp + cl->w.b_len; /* its A block, slot 0 of its own */
+    const size_t groups = cl->p.b_blocks * b_groups(cl->g, cl->n);
+    for (size_t i = 0; i < groups; i++)
+        pack_b_narrow_item(&own, i, 0);
+    for (size_t i = r * cl->p.n_ic / cl->own_tasks; i < (r + 1) * cl->p.n_ic / cl->own_tasks; i++)
+        narrow_item(&own, i, 0);
 }
 
 /* m == 1, item i: output columns [i row_cols, ...). op(A) is the row a[0..k) or, transposed,
@@ -722,6 +765,10 @@ static void gemm_run(gemm_call *cl, const qkv_threadpool *tp)
         const size_t tasks = qkv_tasks_for(pool, cl->p.gemv_tasks);
         cl->row_cols = qkv_round_up((cl->n + tasks - 1) / tasks, 128);
         qkv_parallel_for(pool, (cl->n + cl->row_cols - 1) / cl->row_cols, row_item, cl);
+        return;
+    }
+    if (cl->p.narrow && cl->own_tasks != 0) {
+        qkv_parallel_for(pool, cl->own_tasks, narrow_own_item, cl);
         return;
     }
     if (cl->p.narrow) { /* jc = 0, nc = n */
@@ -854,13 +901,19 @@ qkv_status qkv_gemm_run(const qkv_gemm_kernels *g, const qkv_threadpool *tp, qkv
         return QKV_OK;
     }
     gemm_call cl = {g, ta, tb, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, make_plan(g, ta, lda, m, n, k),
-                    {NULL, NULL, NULL, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0};
+                    {NULL, NULL, NULL, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     const qkv_threadpool *pool = cl.p.parallel ? tp : NULL;
     if (cl.p.narrow && pool != NULL)
         narrow_rows_for(g, m, pool->n_threads, &cl.p);
     size_t slots = qkv_tasks_for(pool, max_items(g, &cl.p, m));
-    const int regions = m > 1 && !cl.p.narrow && pool != NULL && pool->n_threads > 1;
-    if (regions) { /* REGION_MACS each at least: pool->n_threads of them, or fewer */
+    const blocking lb = plan(g, cl.p.pack_a, ta, m, n, k); /* layout()'s */
+    const int several = m > 1 && pool != NULL && pool->n_threads > 1;
+    if (several && cl.p.narrow && narrow_own_ok(g, ta, m, n, k, &lb)) { /* layout() gives each slot op(B) */
+        cl.own_tasks = qkv_tasks_for(pool, cl.p.n_ic);
+        slots = cl.own_tasks;
+    }
+    const int regions = several && (!cl.p.narrow || cl.own_tasks != 0);
+    if (regions && !cl.p.narrow) { /* REGION_MACS each at least: pool->n_threads of them, or fewer */
         const double most = (double)m * (double)n * (double)k / REGION_MACS;
         grid_for(&cl, most < (double)pool->n_threads ? qkv_max(1, (size_t)most) : pool->n_threads);
         slots = qkv_tasks_for(pool, regions_of(&cl));
