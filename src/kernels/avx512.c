@@ -70,6 +70,15 @@
    the same within noise. The AVX2 6 x 16 tile keeps B in L1 (A in place) and measured no
    gain from it. */
 #define GEMM_PF_B_ROWS 8
+/* the k loop unrolled 4 steps a trip: one pointer update per 4 steps, not one per step
+   (the loop had 3 adds and a compare-and-branch per 24 FMAs, and Intel's two 512-bit FMA
+   ports also take integer ops). Intel Xeon (2 vCPUs), 31 rounds of calls alternated in
+   one process, median of the paired ratios, one thread: 64^3 1.02x, 128^3 1.05x, 40 x 200
+   x 300 1.04x, 77 x 300 x 129 1.03x, 256^3, 480 x 480 x 256, 1024 x 1024 x 64 NT and 96 x
+   96 x 1024 1.00-1.01x, 512^3 1.01x, 4096 x 64 x 4096 1.02x; sdpa 1024 x 64 level. 2
+   steps: 77 x 300 x 129 0.96x and 4096 x 64 x 4096 0.98x of 4. The AVX2 6 x 16 tile
+   measured level (0.99-1.02x) and keeps one step. */
+#define GEMM_K_STEPS 4
 /* gemv_t_multi 4 x 4 chains + 4 B + 1 x = 21 ZMM; gemv_n_multi 16 chains + 4 broadcasts + 1 B = 21 */
 #define GEMV_T_JB 4
 #define GEMV_N_ACC 16

@@ -8,6 +8,7 @@
  *   GEMM_PACK_A_PANELS  optional: the driver's packed-A order from this many B panels on
  *                  (kernels.h, gemm/driver.c); 0 (the default) keeps A in place
  *   GEMM_PF_B_ROWS optional: software prefetch of B this many k steps ahead (0: none)
+ *   GEMM_K_STEPS   optional: k steps per trip of the microkernel's k loop (1: none)
  * and gets the constant qkv_gemm_f32_<isa> that the ISA's table points at.
  *
  * Microkernel: a rank-1 update per k step. Load the NV vectors of one B micropanel row,
@@ -53,6 +54,21 @@
 #define GEMM_UNROLL _Pragma("unroll")
 #else
 #define GEMM_UNROLL
+#endif
+
+/* GEMM_K_STEPS (optional, ISA file): k steps per trip of the microkernel's k loop, unrolled
+   by the compiler (1, the default: not unrolled) */
+#ifndef GEMM_K_STEPS
+#define GEMM_K_STEPS 1
+#endif
+#define GEMM_PRAGMA_(x) _Pragma(#x)
+#define GEMM_PRAGMA(x) GEMM_PRAGMA_(x) /* x macro-expanded first */
+#if GEMM_K_STEPS > 1 && defined(__GNUC__) && !defined(__clang__)
+#define GEMM_K_UNROLL GEMM_PRAGMA(GCC unroll GEMM_K_STEPS)
+#elif GEMM_K_STEPS > 1 && defined(__clang__)
+#define GEMM_K_UNROLL GEMM_PRAGMA(unroll GEMM_K_STEPS)
+#else
+#define GEMM_K_UNROLL
 #endif
 
 /* The tile body, for MRT <= GEMM_MR rows (constant after inlining) and B row p at
@@ -104,6 +120,7 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MR
         for (int v = 0; v < GEMM_NV; v++)
             acc[i][v] = vf_zero();
     }
+    GEMM_K_UNROLL
     for (size_t p = 0; p < k; p++) {
         vf bv[GEMM_NV];
         if (PF_B && GEMM_PF_B_ROWS > 0) { /* each line of the row of B GEMM_PF_B_ROWS ahead */
