@@ -174,12 +174,13 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MR
         b += ldb;
     }
     const vf va = vf_set1(alpha), vb = vf_set1(beta);
+    const int scaled = alpha != 1.0f; /* 1 * x == x: no multiplies for alpha == 1 */
     GEMM_UNROLL
     for (int i = 0; i < MRT; i++) {
         GEMM_UNROLL
         for (int v = 0; v < GEMM_NV; v++) {
             float *cp = c + (size_t)i * ldc + v * VL;
-            vf r = vf_mul(va, acc[i][v]);
+            vf r = scaled ? vf_mul(va, acc[i][v]) : acc[i][v];
             if (!EDGE || w[v] == VL) {
                 if (beta != 0.0f) /* beta == 0: write-only, C may hold NaN */
                     r = vf_fma(vb, vf_load(cp), r); /* beta C + alpha AB */
