@@ -173,6 +173,17 @@ static void test_shapes(const qkv_gemm_kernels *g)
        depth block, and three of 1367 */
     run_shape(1100, 17, 2000, &counter);
     run_shape(513, 2 * NR + 1, 4100, &counter);
+    /* the narrow order reading B in place where the table does (AVX-512: m at most its
+       narrow_b_rows, ldb at most 4 times n rounded up to NR, gemm/driver.c), packed
+       elsewhere: edge tiles both ways, several k blocks and beta, at the ldb limit, and one
+       float past it (B packed) */
+    const size_t near_n = 2 * NR + 5, near_ldb = 4 * ((near_n + NR - 1) / NR * NR);
+    gemm_case near = {QKV_NOTRANS, QKV_NOTRANS, 101, near_n, 1500, 1503, near_n + 3, near_n, -0.5f, 0.5f, 0};
+    run_case(&near);
+    near.ldb = near_ldb;
+    run_case(&near);
+    near.ldb = near_ldb + 1;
+    run_case(&near);
     /* k == 0 and the empty shapes */
     run_shape(5, 7, 0, &counter);
     run_shape(0, 7, 5, &counter);

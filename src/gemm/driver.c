@@ -159,6 +159,24 @@ static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
  * bits as the (jc, pc) order. bench_ab on Zen 4 (5 rounds x 3): 4096 x 64 x 4096 AVX2 30.8
  * -> 22.8 ms, AVX-512 26.1 -> 24.1 ms (p < 0.001 both), on two threads 13.4 -> 13.0 ms;
  * 1024 x 64 x 1024 unchanged beyond noise.
+ * With few rows (m at most the table's narrow_b_rows: the AVX-512 one) and a row-major
+ * op(B) whose rows are close together (ldb at most NARROW_IN_PLACE_LDB times n rounded up
+ * to NR), the narrow order reads B in place instead (ukernel_sup at ldb: no packing, no
+ * workspace): each B micropanel meets few tiles, too few to pay for its copy, and dense
+ * rows stream from L2 about as fast as packed ones. Farther apart they do not: ldb 2048
+ * and 4096 floats (rows sharing L2 sets) and 3000 (a page per few rows) ran 0.79-0.93x
+ * against packing, 96 x 96 x 1024. The tiles do the same arithmetic on the same values as
+ * the packed ones: the same bits. Intel Xeon, AVX-512, calls alternated in one process,
+ * median of paired ratios against the packed order, one thread / two (there against each
+ * task packing its own op(B)): 96 x 96 x 1024 1.01-1.11x / 1.09-1.14x, 64 x 64 x 1024
+ * 1.10-1.16x / 1.19-1.23x, 120 x 64 x 4096 1.10-1.12x / 1.13-1.25x, 128 x 128 x 512
+ * 1.07-1.10x / 1.01-1.06x, 100 x 90 x 700 1.12x / 1.19x, 96 x 128 x 8192 1.08x; ldb 192
+ * to 384 for 96 columns 1.05-1.12x. With more rows the copy pays: 200 x 64 x 1024 1.05x /
+ * 1.00x, 256 x 128 x 256 0.95-1.00x, 1024 x 64 x 1024 0.98x, 192 x 128 x 512 1.02x /
+ * 0.94x. The AVX2 6 x 16 tile (a line of B per k step, not two) gained less and lost
+ * some: 64 x 64 x 1024 1.07x / 1.08x, 96 x 96 x 1024 1.01x, 120 x 64 x 4096 0.95-1.04x /
+ * 1.03x, 128 x 128 x 512 1.01x / 0.89x, 200 x 64 x 1024 0.99x, 384 x 96 x 512 0.93x; it
+ * keeps packing, as do the tiles not measured (NEON).
  * k is never split, and every C element sees the same microkernel calls in the same pc
  * order whatever task runs its item or region, so the result does not depend on the
  * thread count.
@@ -185,7 +203,9 @@ enum {
     PARALLEL_BYTES = 1 << 20, /* m == 1: bytes of B below this: one task */
     NARROW_COLS = 128,        /* the narrow order: n at most this, */
     NARROW_B_BYTES = 4 << 20, /* and the whole packed op(B) at most this */
-    NARROW_OWN_BYTES = 1 << 20 /* on several tasks, each packs its own op(B) up to this */
+    NARROW_OWN_BYTES = 1 << 20, /* on several tasks, each packs its own op(B) up to this */
+    NARROW_IN_PLACE_LDB = 4     /* the narrow order reads B in place with ldb at most this
+                                   times n rounded up to NR (and m at most narrow_b_rows) */
 };
 
 typedef struct gemm_plan {
@@ -203,6 +223,7 @@ typedef struct gemm_plan {
     int parallel;     /* 0: below the size where threads pay */
     int narrow;       /* the narrow order (see above): op(B) packed whole, pc inside items */
     size_t b_blocks;  /* KC blocks of op(B) packed at once: all of k in the narrow order, else 1 */
+    int b_in_place;   /* the narrow order with B read in place (narrow_in_place_ok) */
 } gemm_plan;
 
 /* the most of the MR rows of a row-major A, lda floats apart, that fall into one L1 set (the
@@ -269,6 +290,16 @@ static int narrow_own_ok(const qkv_gemm_kernels *g, qkv_trans ta, size_t m, size
            !qkv_from_memory(m, k);
 }
 
+/* the narrow order of the plan p reads B in place: few rows (the table's narrow_b_rows), a
+   row-major B, rows of A read in place (no workspace at all), and rows of B at most
+   NARROW_IN_PLACE_LDB times the columns read apart (see above) */
+static int narrow_in_place_ok(const qkv_gemm_kernels *g, qkv_trans tb, size_t m, size_t n, size_t ldb,
+                              const gemm_plan *p)
+{
+    return p->narrow && tb == QKV_NOTRANS && p->a_group == 0 && m <= g->narrow_b_rows &&
+           ldb <= NARROW_IN_PLACE_LDB * qkv_round_up(n, g->nr);
+}
+
 /* the m rows cut into about n_ic equal blocks of whole MR-row panels (256 rows into 2: 132 +
    124, not 216 + 40), so that the items of a block weigh the same: sets p->b.mc and p->n_ic */
 static void cut_rows(const qkv_gemm_kernels *g, size_t m, size_t n_ic, gemm_plan *p)
@@ -330,6 +361,7 @@ static gemm_plan make_plan_of(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
         p.a_group = p.b.mc;
     p.narrow = !whole && narrow_ok(g, ta, n, k, p.b.kc) && n <= p.b.nc;
     p.b_blocks = p.narrow ? k_blocks_of(k, p.b.kc) : 1;
+    p.b_in_place = 0; /* qkv_gemm_run decides (narrow_in_place_ok) */
     p.gemv_tasks = (n + GEMV_COLS - 1) / GEMV_COLS;
     if (m == 1)
         p.parallel = (double)n * (double)k * sizeof(float) >= PARALLEL_BYTES;
@@ -574,6 +606,18 @@ static void block_item(const gemm_call *cl, size_t ic, size_t mc, size_t j0, siz
     const float beta = pc == 0 ? cl->beta : 1.0f; /* later k blocks accumulate */
     float *c_ic = cl->c + ic * cl->ldc + cl->jc + j0;
     const float *bp = bp_block + j0 * kc;
+    if (cl->p.b_in_place) { /* the narrow order's B in place: macro_kernel's tiles (jr outside ir) */
+        const size_t NR = cl->g->nr;
+        const float *b_pc = cl->b + pc * cl->ldb + cl->jc + j0;
+        for (size_t jr = 0; jr < cols; jr += NR)
+            for (size_t ir = 0; ir < mc; ir += MR) {
+                float *cij = c_ic + ir * cl->ldc + jr;
+                cl->g->ukernel_sup(qkv_min(MR, mc - ir), qkv_min(NR, cols - jr), kc, a_ic + ir * a_rs, a_rs, a_cs,
+                                   b_pc + jr, cl->ldb, cij, cl->ldc, cl->alpha, beta,
+                                   ir + MR < mc ? cij + MR * cl->ldc : NULL);
+            }
+        return;
+    }
     if (cl->p.a_group == 0) {
         const a_block A = {a_ic, a_rs, a_cs, a_rs};
         macro_kernel(cl->g, 0, mc, cols, kc, cl->alpha, &A, bp, beta, c_ic, cl->ldc);
@@ -767,6 +811,10 @@ static void gemm_run(gemm_call *cl, const qkv_threadpool *tp)
         qkv_parallel_for(pool, (cl->n + cl->row_cols - 1) / cl->row_cols, row_item, cl);
         return;
     }
+    if (cl->p.narrow && cl->p.b_in_place) { /* nothing to pack: the row blocks */
+        qkv_parallel_for(pool, cl->p.n_ic, narrow_item, cl);
+        return;
+    }
     if (cl->p.narrow && cl->own_tasks != 0) {
         qkv_parallel_for(pool, cl->own_tasks, narrow_own_item, cl);
         return;
@@ -905,6 +953,11 @@ qkv_status qkv_gemm_run(const qkv_gemm_kernels *g, const qkv_threadpool *tp, qkv
     const qkv_threadpool *pool = cl.p.parallel ? tp : NULL;
     if (cl.p.narrow && pool != NULL)
         narrow_rows_for(g, m, pool->n_threads, &cl.p);
+    cl.p.b_in_place = narrow_in_place_ok(g, tb, m, n, ldb, &cl.p);
+    if (cl.p.b_in_place) { /* no workspace */
+        gemm_run(&cl, tp);
+        return QKV_OK;
+    }
     size_t slots = qkv_tasks_for(pool, max_items(g, &cl.p, m));
     const blocking lb = plan(g, cl.p.pack_a, ta, m, n, k); /* layout()'s */
     const int several = m > 1 && pool != NULL && pool->n_threads > 1;
