@@ -32,7 +32,8 @@
  * = packed/k256), so the k loop itself sets the ceiling there.
  * Fallback blocking (caches unreadable; normally derived at start-up, gemm/blocking.h):
  * BLIS skx scaled to this tile (MC 240 = 20 x 12, KC 256, NC 3072).
- * Edge tiles: the driver's scratch tile, or ukernel_sup's masked columns and row count;
+ * Edge tiles: the driver's scratch tile, or ukernel_sup's masked columns and row count
+ * (an edge of at most 16 columns computes one vector per row, not two);
  * gemv_t/gemv_n mask their tails. */
 #include "kernels/simd/avx512.h"
 

@@ -78,7 +78,9 @@
 
 /* The tile body, for MRT <= GEMM_MR rows (constant after inlining) and B row p at
    b[p * ldb] (packed: ldb = NR). EDGE = 0: all NR columns; EDGE = 1: only the first nc
-   columns of B are read and of C written (masked vectors; vectors past nc are skipped).
+   columns of B are read and of C written (masked vectors; vectors past nc are skipped);
+   EDGE = 2: as 1 with nc at most VL, so only the first vector of each row is computed
+   (an edge panel of a few columns costs half a tile, not a whole one, where NV = 2).
    PF_B = 1: a packed B micropanel (ukernel), asked for GEMM_PF_B_ROWS k steps ahead;
    PF_B = 0: B in place (ukernel_sup: small problems, whose B stays in L1; there the
    prefetches only took load slots: AVX-512 64^3 took 7-9% longer with them, bench_ab). */
@@ -88,6 +90,7 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MR
                                                                     float *restrict c, size_t ldc, float alpha,
                                                                     float beta, const float *c_next)
 {
+    const int NVT = EDGE == 2 ? 1 : GEMM_NV; /* vectors computed per row */
     size_t w[GEMM_NV]; /* valid lanes of each column vector */
     GEMM_UNROLL
     for (int v = 0; v < GEMM_NV; v++)
@@ -122,7 +125,7 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MR
             }
         }
         GEMM_UNROLL
-        for (int v = 0; v < GEMM_NV; v++)
+        for (int v = 0; v < NVT; v++)
             acc[i][v] = vf_zero();
     }
     GEMM_K_UNROLL
@@ -134,7 +137,7 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MR
                 __builtin_prefetch((const void *)((uintptr_t)b + ((size_t)GEMM_PF_B_ROWS * ldb + j) * sizeof(float)), 0, 3);
         }
         GEMM_UNROLL
-        for (int v = 0; v < GEMM_NV; v++)
+        for (int v = 0; v < NVT; v++)
             bv[v] = !EDGE ? vf_load(b + v * VL) : w[v] == VL ? vf_load(b + v * VL)
                           : w[v] > 0 ? vf_load_n(b + v * VL, w[v], 0.0f) : vf_zero();
 #ifdef VF_FMA_LANE
@@ -153,7 +156,7 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MR
         GEMM_UNROLL
         for (int i = 0; i < MRT; i++) {
             GEMM_UNROLL
-            for (int v = 0; v < GEMM_NV; v++) /* C(i, :) += A(i, p) * B(p, :) */
+            for (int v = 0; v < NVT; v++) /* C(i, :) += A(i, p) * B(p, :) */
                 acc[i][v] = vf_fma_lane(ag[i / VL], bv[v], i % VL, acc[i][v]);
         }
 #else
@@ -163,7 +166,7 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MR
                offsets 0, rs, 2 rs, 3 rs, which x86 addressing takes as base + index * scale */
             const vf ai = vf_set1(ROWS ? ab[i / 4][(size_t)(i % 4) * rs_a] : *ar[i]); /* broadcast A(i, p) */
             GEMM_UNROLL
-            for (int v = 0; v < GEMM_NV; v++)
+            for (int v = 0; v < NVT; v++)
                 acc[i][v] = vf_fma(ai, bv[v], acc[i][v]); /* C(i, :) += A(i, p) * B(p, :) */
         }
 #endif
@@ -183,7 +186,7 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MR
     GEMM_UNROLL
     for (int i = 0; i < MRT; i++) {
         GEMM_UNROLL
-        for (int v = 0; v < GEMM_NV; v++) {
+        for (int v = 0; v < NVT; v++) {
             float *cp = c + (size_t)i * ldc + v * VL;
             vf r = scaled ? vf_mul(va, acc[i][v]) : acc[i][v];
             if (!EDGE || w[v] == VL) {
@@ -233,6 +236,10 @@ static void QKV_FN(gemm_ukernel)(size_t k, const float *restrict a, size_t rs_a,
                 QKV_FN(gemm_tile)(R, 0, 1, 0, GEMM_NR, k, a, rs_a, 1, b, ldb, c, ldc, alpha, beta, c_next);      \
             else if (n == GEMM_NR)                                                                               \
                 QKV_FN(gemm_tile)(R, 0, 0, 0, GEMM_NR, k, a, rs_a, cs_a, b, ldb, c, ldc, alpha, beta, c_next);   \
+            else if (GEMM_NV > 1 && n <= VL && cs_a == 1)                                                        \
+                QKV_FN(gemm_tile)(R, 2, 1, 0, n, k, a, rs_a, 1, b, ldb, c, ldc, alpha, beta, c_next);            \
+            else if (GEMM_NV > 1 && n <= VL)                                                                     \
+                QKV_FN(gemm_tile)(R, 2, 0, 0, n, k, a, rs_a, cs_a, b, ldb, c, ldc, alpha, beta, c_next);         \
             else if (cs_a == 1)                                                                                  \
                 QKV_FN(gemm_tile)(R, 1, 1, 0, n, k, a, rs_a, 1, b, ldb, c, ldc, alpha, beta, c_next);            \
             else                                                                                                 \
