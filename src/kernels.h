@@ -129,8 +129,8 @@ typedef struct qkv_gemm_kernels {
     size_t mr, nr;     /* register tile */
     size_t pack_a_panels; /* the GEMM driver packs A and keeps it outside the jr loop from this
                              many NR-wide B panels on (0: never; gemm/driver.c) */
-    size_t narrow_b_rows; /* the driver's narrow order reads B in place up to this many rows
-                             of C (0: never; gemm/driver.c) */
+    size_t b_in_place_rows; /* the GEMM driver reads a row-major B in place, unpacked, up to
+                               this many rows of C (0: never; gemm/driver.c) */
     size_t vl;         /* float lanes of a vector (attn_update takes columns in multiples of it) */
     size_t mc, kc, nc; /* cache blocking when the caches cannot be read */
 } qkv_gemm_kernels;

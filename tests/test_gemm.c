@@ -173,17 +173,18 @@ static void test_shapes(const qkv_gemm_kernels *g)
        depth block, and three of 1367 */
     run_shape(1100, 17, 2000, &counter);
     run_shape(513, 2 * NR + 1, 4100, &counter);
-    /* the narrow order reading B in place where the table does (AVX-512: m at most its
-       narrow_b_rows, ldb at most 4 times n rounded up to NR, gemm/driver.c), packed
-       elsewhere: edge tiles both ways, several k blocks and beta, at the ldb limit, and one
-       float past it (B packed) */
-    const size_t near_n = 2 * NR + 5, near_ldb = 4 * ((near_n + NR - 1) / NR * NR);
-    gemm_case near = {QKV_NOTRANS, QKV_NOTRANS, 101, near_n, 1500, 1503, near_n + 3, near_n, -0.5f, 0.5f, 0};
-    run_case(&near);
-    near.ldb = near_ldb;
-    run_case(&near);
-    near.ldb = near_ldb + 1;
-    run_case(&near);
+    /* B read in place where the table does (AVX-512: m at most its b_in_place_rows, ldb at
+       most 1024, gemm/driver.c), packed elsewhere: the narrow order and the blocked one (A
+       in place, 8 B panels and more), edge tiles both ways, several k blocks and beta,
+       with ldb just above n, at the limit, and one float past it (B packed) */
+    const size_t in_place_n[] = {2 * NR + 5, 8 * NR + 5};
+    for (size_t i = 0; i < 2; i++) {
+        const size_t n_ip = in_place_n[i], ldbs[] = {n_ip + 3, 1024, 1025};
+        for (size_t j = 0; j < 3; j++) {
+            gemm_case ip = {QKV_NOTRANS, QKV_NOTRANS, 101, n_ip, 1500, 1503, ldbs[j], n_ip, -0.5f, 0.5f, 0};
+            run_case(&ip);
+        }
+    }
     /* k == 0 and the empty shapes */
     run_shape(5, 7, 0, &counter);
     run_shape(0, 7, 5, &counter);

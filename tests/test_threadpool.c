@@ -133,6 +133,8 @@ static const shape kShapes[] = {
     {100, 90, 700},   /* the narrow order with one row block by shape, which several tasks
                          cut into about a multiple of the task count */
 #ifndef QKV_TEST_EMULATED /* under qemu the first five cover the same paths in reasonable time */
+    {120, 300, 400},  /* B read in place (AVX-512 table): the blocked order with A in place,
+                         regions of C on several tasks */
     {130, 1030, 600}, /* several KC blocks, column chunks */
     {333, 5000, 33},  /* several NC blocks */
     {1, 300, 5000},

@@ -159,24 +159,30 @@ static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
  * bits as the (jc, pc) order. bench_ab on Zen 4 (5 rounds x 3): 4096 x 64 x 4096 AVX2 30.8
  * -> 22.8 ms, AVX-512 26.1 -> 24.1 ms (p < 0.001 both), on two threads 13.4 -> 13.0 ms;
  * 1024 x 64 x 1024 unchanged beyond noise.
- * With few rows (m at most the table's narrow_b_rows: the AVX-512 one) and a row-major
- * op(B) whose rows are close together (ldb at most NARROW_IN_PLACE_LDB times n rounded up
- * to NR), the narrow order reads B in place instead (ukernel_sup at ldb: no packing, no
- * workspace): each B micropanel meets few tiles, too few to pay for its copy, and dense
- * rows stream from L2 about as fast as packed ones. Farther apart they do not: ldb 2048
- * and 4096 floats (rows sharing L2 sets) and 3000 (a page per few rows) ran 0.79-0.93x
- * against packing, 96 x 96 x 1024. The tiles do the same arithmetic on the same values as
- * the packed ones: the same bits. Intel Xeon, AVX-512, calls alternated in one process,
- * median of paired ratios against the packed order, one thread / two (there against each
- * task packing its own op(B)): 96 x 96 x 1024 1.01-1.11x / 1.09-1.14x, 64 x 64 x 1024
- * 1.10-1.16x / 1.19-1.23x, 120 x 64 x 4096 1.10-1.12x / 1.13-1.25x, 128 x 128 x 512
- * 1.07-1.10x / 1.01-1.06x, 100 x 90 x 700 1.12x / 1.19x, 96 x 128 x 8192 1.08x; ldb 192
- * to 384 for 96 columns 1.05-1.12x. With more rows the copy pays: 200 x 64 x 1024 1.05x /
- * 1.00x, 256 x 128 x 256 0.95-1.00x, 1024 x 64 x 1024 0.98x, 192 x 128 x 512 1.02x /
- * 0.94x. The AVX2 6 x 16 tile (a line of B per k step, not two) gained less and lost
- * some: 64 x 64 x 1024 1.07x / 1.08x, 96 x 96 x 1024 1.01x, 120 x 64 x 4096 0.95-1.04x /
- * 1.03x, 128 x 128 x 512 1.01x / 0.89x, 200 x 64 x 1024 0.99x, 384 x 96 x 512 0.93x; it
- * keeps packing, as do the tiles not measured (NEON).
+ * B in place. With few rows (m at most the table's b_in_place_rows: the AVX-512 one), a
+ * row-major op(B) whose rows are at most B_IN_PLACE_LDB floats (a page) apart and rows of
+ * A read in place, neither order packs B: the tiles read it at ldb (ukernel_sup), and
+ * nothing is packed or allocated. Each B micropanel meets at most 11 tiles, too few to pay
+ * for its copy, and rows of B close together stream from L2 about as fast as packed ones.
+ * Farther apart they do not: 96 x 96 x 1024 with ldb 2048, 3000 and 4096 floats (rows
+ * sharing L2 sets, or a page per few rows) ran 0.79-0.93x against packing, 64 x 256 x
+ * 1024 with ldb 2048 0.95x (with ldb 512 to 1024: 1.06-1.14x). The tiles do the same
+ * arithmetic on the same values as the packed ones: the same bits. Intel Xeon, AVX-512,
+ * calls alternated in one process, median of paired ratios against packing, one thread /
+ * two (there against each task packing its own op(B) or its region's B):
+ *   narrow order: 96 x 96 x 1024 1.01-1.11x / 1.09-1.15x, 64 x 64 x 1024 1.10-1.16x /
+ *   1.19-1.23x, 120 x 64 x 4096 1.10-1.12x / 1.13-1.25x, 128 x 128 x 512 1.07-1.10x /
+ *   1.01-1.06x, 100 x 90 x 700 1.12x / 1.19x, 96 x 128 x 8192 1.08x;
+ *   blocked, A in place: 64 x 256 x 1024 1.18x / 1.08x, 100 x 300 x 1000 1.11x /
+ *   1.02-1.07x, 128 x 384 x 768 1.08x / 0.98-1.05x, 128 x 256 x 256 1.10x / 1.00x, 120 x
+ *   448 x 1024 1.08x / 0.98-1.00x.
+ * With more rows the copy pays: 200 x 64 x 1024 1.05x / 1.00x, 256 x 128 x 256 0.95-1.00x,
+ * 1024 x 64 x 1024 0.98x, 192 x 128 x 512 1.02x / 0.94x. The packed-A order (n of 16 B
+ * panels or more) keeps packing B: its items stream the B block once per row panel. The
+ * AVX2 6 x 16 tile (a line of B per k step, not two) gained less and lost some in the
+ * narrow order: 64 x 64 x 1024 1.07x / 1.08x, 96 x 96 x 1024 1.01x, 120 x 64 x 4096
+ * 0.95-1.04x / 1.03x, 128 x 128 x 512 1.01x / 0.89x, 200 x 64 x 1024 0.99x, 384 x 96 x 512
+ * 0.93x; it keeps packing, as do the tiles not measured (NEON).
  * k is never split, and every C element sees the same microkernel calls in the same pc
  * order whatever task runs its item or region, so the result does not depend on the
  * thread count.
@@ -204,8 +210,8 @@ enum {
     NARROW_COLS = 128,        /* the narrow order: n at most this, */
     NARROW_B_BYTES = 4 << 20, /* and the whole packed op(B) at most this */
     NARROW_OWN_BYTES = 1 << 20, /* on several tasks, each packs its own op(B) up to this */
-    NARROW_IN_PLACE_LDB = 4     /* the narrow order reads B in place with ldb at most this
-                                   times n rounded up to NR (and m at most narrow_b_rows) */
+    B_IN_PLACE_LDB = 1024       /* B read in place: ldb at most this (and m at most the
+                                   table's b_in_place_rows) */
 };
 
 typedef struct gemm_plan {
@@ -223,7 +229,7 @@ typedef struct gemm_plan {
     int parallel;     /* 0: below the size where threads pay */
     int narrow;       /* the narrow order (see above): op(B) packed whole, pc inside items */
     size_t b_blocks;  /* KC blocks of op(B) packed at once: all of k in the narrow order, else 1 */
-    int b_in_place;   /* the narrow order with B read in place (narrow_in_place_ok) */
+    int b_in_place;   /* B read in place, not packed (b_in_place_ok) */
 } gemm_plan;
 
 /* the most of the MR rows of a row-major A, lda floats apart, that fall into one L1 set (the
@@ -290,14 +296,12 @@ static int narrow_own_ok(const qkv_gemm_kernels *g, qkv_trans ta, size_t m, size
            !qkv_from_memory(m, k);
 }
 
-/* the narrow order of the plan p reads B in place: few rows (the table's narrow_b_rows), a
-   row-major B, rows of A read in place (no workspace at all), and rows of B at most
-   NARROW_IN_PLACE_LDB times the columns read apart (see above) */
-static int narrow_in_place_ok(const qkv_gemm_kernels *g, qkv_trans tb, size_t m, size_t n, size_t ldb,
-                              const gemm_plan *p)
+/* the plan p reads B in place (see above): few rows (the table's b_in_place_rows), a
+   row-major B with rows at most B_IN_PLACE_LDB floats apart, and rows of A read in place
+   (a_group == 0: not the packed-A order, A not transposed), so no workspace at all */
+static int b_in_place_ok(const qkv_gemm_kernels *g, qkv_trans tb, size_t m, size_t ldb, const gemm_plan *p)
 {
-    return p->narrow && tb == QKV_NOTRANS && p->a_group == 0 && m <= g->narrow_b_rows &&
-           ldb <= NARROW_IN_PLACE_LDB * qkv_round_up(n, g->nr);
+    return tb == QKV_NOTRANS && p->a_group == 0 && m <= g->b_in_place_rows && ldb <= B_IN_PLACE_LDB;
 }
 
 /* the m rows cut into about n_ic equal blocks of whole MR-row panels (256 rows into 2: 132 +
@@ -361,7 +365,7 @@ static gemm_plan make_plan_of(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
         p.a_group = p.b.mc;
     p.narrow = !whole && narrow_ok(g, ta, n, k, p.b.kc) && n <= p.b.nc;
     p.b_blocks = p.narrow ? k_blocks_of(k, p.b.kc) : 1;
-    p.b_in_place = 0; /* qkv_gemm_run decides (narrow_in_place_ok) */
+    p.b_in_place = whole ? whole->b_in_place : 0; /* qkv_gemm_run decides (b_in_place_ok) */
     p.gemv_tasks = (n + GEMV_COLS - 1) / GEMV_COLS;
     if (m == 1)
         p.parallel = (double)n * (double)k * sizeof(float) >= PARALLEL_BYTES;
@@ -606,7 +610,7 @@ static void block_item(const gemm_call *cl, size_t ic, size_t mc, size_t j0, siz
     const float beta = pc == 0 ? cl->beta : 1.0f; /* later k blocks accumulate */
     float *c_ic = cl->c + ic * cl->ldc + cl->jc + j0;
     const float *bp = bp_block + j0 * kc;
-    if (cl->p.b_in_place) { /* the narrow order's B in place: macro_kernel's tiles (jr outside ir) */
+    if (cl->p.b_in_place) { /* B in place: macro_kernel's tiles (jr outside ir) at ldb */
         const size_t NR = cl->g->nr;
         const float *b_pc = cl->b + pc * cl->ldb + cl->jc + j0;
         for (size_t jr = 0; jr < cols; jr += NR)
@@ -715,7 +719,8 @@ static void blocked_run(gemm_call *cl)
         cl->nc = qkv_min(cl->p.b.nc, cl->n - cl->jc);
         for (cl->pc = 0; cl->pc < cl->k; cl->pc += cl->p.b.kc) {
             cl->kc = qkv_min(cl->p.b.kc, cl->k - cl->pc);
-            qkv_parallel_for(NULL, b_groups(cl->g, cl->nc), pack_b_item, cl);
+            if (!cl->p.b_in_place)
+                qkv_parallel_for(NULL, b_groups(cl->g, cl->nc), pack_b_item, cl);
             qkv_parallel_for(NULL, cl->p.n_ic * cl->p.n_jr, compute_item, cl);
         }
     }
@@ -781,8 +786,10 @@ static void region_item(void *ctx, size_t r, size_t slot)
     sub.b = cl->tb == QKV_TRANS ? cl->b + j0 * cl->ldb : cl->b + j0;
     sub.c = cl->c + i0 * cl->ldc + j0;
     sub.p = make_plan_of(cl->g, cl->ta, cl->lda, sub.m, sub.n, cl->k, &cl->p);
-    sub.w.bp = cl->w.slots + slot * cl->w.slot_len;
-    sub.w.slots = sub.w.bp + cl->w.b_len;
+    if (cl->w.slots != NULL) { /* none where B is read in place */
+        sub.w.bp = cl->w.slots + slot * cl->w.slot_len;
+        sub.w.slots = sub.w.bp + cl->w.b_len;
+    }
     sub.reg_tn = 0;
     blocked_run(&sub);
 }
@@ -953,15 +960,12 @@ qkv_status qkv_gemm_run(const qkv_gemm_kernels *g, const qkv_threadpool *tp, qkv
     const qkv_threadpool *pool = cl.p.parallel ? tp : NULL;
     if (cl.p.narrow && pool != NULL)
         narrow_rows_for(g, m, pool->n_threads, &cl.p);
-    cl.p.b_in_place = narrow_in_place_ok(g, tb, m, n, ldb, &cl.p);
-    if (cl.p.b_in_place) { /* no workspace */
-        gemm_run(&cl, tp);
-        return QKV_OK;
-    }
+    cl.p.b_in_place = b_in_place_ok(g, tb, m, ldb, &cl.p);
     size_t slots = qkv_tasks_for(pool, max_items(g, &cl.p, m));
     const blocking lb = plan(g, cl.p.pack_a, ta, m, n, k); /* layout()'s */
     const int several = m > 1 && pool != NULL && pool->n_threads > 1;
-    if (several && cl.p.narrow && narrow_own_ok(g, ta, m, n, k, &lb)) { /* layout() gives each slot op(B) */
+    /* layout() gives each slot op(B) */
+    if (several && cl.p.narrow && !cl.p.b_in_place && narrow_own_ok(g, ta, m, n, k, &lb)) {
         cl.own_tasks = qkv_tasks_for(pool, cl.p.n_ic);
         slots = cl.own_tasks;
     }
@@ -970,6 +974,10 @@ qkv_status qkv_gemm_run(const qkv_gemm_kernels *g, const qkv_threadpool *tp, qkv
         const double most = (double)m * (double)n * (double)k / REGION_MACS;
         grid_for(&cl, most < (double)pool->n_threads ? qkv_max(1, (size_t)most) : pool->n_threads);
         slots = qkv_tasks_for(pool, regions_of(&cl));
+    }
+    if (cl.p.b_in_place) { /* no workspace: nothing is packed */
+        gemm_run(&cl, tp);
+        return QKV_OK;
     }
     qkv_arena ar = qkv_arena_sizer();
     layout(&ar, g, ta, tb, m, n, k, cl.p.pack_a, slots, regions, &cl.w);

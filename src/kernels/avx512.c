@@ -63,9 +63,9 @@
    1.01x / 1.05x, 384^3 level. Wide n keeps the packed order at any m (384 x
    1024 x 64 NT in place 0.90x / 0.92x, 200 x 2000 x 300 0.96x / 1.05x). */
 #define GEMM_PACK_A_PANELS 8
-/* the narrow order (O = P V) reads B in place up to 128 rows of C: 1.07-1.16x on one
-   thread, 1.01-1.25x on two (gemm/driver.c) */
-#define GEMM_NARROW_B_ROWS 128
+/* a row-major B read in place, unpacked, up to 128 rows of C (A read in place, rows of B
+   at most a page apart): 1.07-1.18x on one thread, 1.0-1.25x on two (gemm/driver.c) */
+#define GEMM_B_IN_PLACE_ROWS 128
 /* B 8 k steps (1 KiB) ahead, two lines a step: in the packed-A order the B micropanels
    stream from L2 (the model's NC_L2 block), and 24 FMAs a step leave the loads little slack
    for an L1 miss. Interleaved medians on an Emerald Rapids Xeon (full-rate AVX-512), with

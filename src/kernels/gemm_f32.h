@@ -7,7 +7,7 @@
  *   GEMM_MC, GEMM_KC, GEMM_NC   cache blocking (MC % MR == 0, NC % NR == 0)
  *   GEMM_PACK_A_PANELS  optional: the driver's packed-A order from this many B panels on
  *                  (kernels.h, gemm/driver.c); 0 (the default) keeps A in place
- *   GEMM_NARROW_B_ROWS optional: the driver's narrow order reads B in place up to this
+ *   GEMM_B_IN_PLACE_ROWS optional: the driver reads a row-major B in place up to this
  *                  many rows of C (kernels.h, gemm/driver.c); 0 (the default): never
  *   GEMM_PF_B_ROWS optional: software prefetch of B this many k steps ahead (0: none)
  *   GEMM_K_STEPS   optional: k steps per trip of the microkernel's k loop (1: none)
@@ -29,8 +29,8 @@
 #ifndef GEMM_PACK_A_PANELS
 #define GEMM_PACK_A_PANELS 0
 #endif
-#ifndef GEMM_NARROW_B_ROWS
-#define GEMM_NARROW_B_ROWS 0
+#ifndef GEMM_B_IN_PLACE_ROWS
+#define GEMM_B_IN_PLACE_ROWS 0
 #endif
 /* rows of B ahead that the full tile asks for, a line at a time, each k step (to L1; a hint:
    computed in integers, it may point past B); 0: none, the hardware prefetchers alone */
@@ -752,7 +752,7 @@ static void QKV_FN(gemv_n_multi_bf16)(size_t r, size_t n, size_t k, const float 
 const qkv_gemm_kernels QKV_FN(qkv_gemm) = {
     QKV_FN(gemm_ukernel), QKV_FN(gemm_ukernel_sup), QKV_FN(gemv_t), QKV_FN(gemv_n), QKV_FN(gemv_ns), QKV_FN(gemv_t_multi),
     QKV_FN(gemv_n_multi), {QKV_FN(gemv_t_multi_f16), QKV_FN(gemv_t_multi_bf16)},
-    {QKV_FN(gemv_n_multi_f16), QKV_FN(gemv_n_multi_bf16)}, GEMM_MR, GEMM_NR, GEMM_PACK_A_PANELS, GEMM_NARROW_B_ROWS, VL, GEMM_MC, GEMM_KC,
+    {QKV_FN(gemv_n_multi_f16), QKV_FN(gemv_n_multi_bf16)}, GEMM_MR, GEMM_NR, GEMM_PACK_A_PANELS, GEMM_B_IN_PLACE_ROWS, VL, GEMM_MC, GEMM_KC,
     GEMM_NC,
 };
 
