@@ -10,7 +10,8 @@
  *   small or m skinny, A and B row-major: no packing, ukernel_sup on both in place
  *   otherwise              blocked: for jc (NC columns) / pc (KC depth, pack B) / ic (MC
  *                          rows; pack A if transposed or in the packed-A order, else read
- *                          in place) / jr (NR) / ir (MR): microkernel on an MR x NR tile
+ *                          in place) / jr (NR) / ir (MR): microkernel on an MR x NR tile;
+ *                          with few rows and A in place, B read in place (see below)
  * The first KC block applies the caller's beta, later blocks accumulate (beta = 1), so
  * beta == 0 never reads C. Edge tiles are ukernel_sup calls on their valid rows and
  * columns, so nothing outside the m x n window of C is read or written.

@@ -752,8 +752,8 @@ static void QKV_FN(gemv_n_multi_bf16)(size_t r, size_t n, size_t k, const float 
 const qkv_gemm_kernels QKV_FN(qkv_gemm) = {
     QKV_FN(gemm_ukernel), QKV_FN(gemm_ukernel_sup), QKV_FN(gemv_t), QKV_FN(gemv_n), QKV_FN(gemv_ns), QKV_FN(gemv_t_multi),
     QKV_FN(gemv_n_multi), {QKV_FN(gemv_t_multi_f16), QKV_FN(gemv_t_multi_bf16)},
-    {QKV_FN(gemv_n_multi_f16), QKV_FN(gemv_n_multi_bf16)}, GEMM_MR, GEMM_NR, GEMM_PACK_A_PANELS, GEMM_B_IN_PLACE_ROWS, VL, GEMM_MC, GEMM_KC,
-    GEMM_NC,
+    {QKV_FN(gemv_n_multi_f16), QKV_FN(gemv_n_multi_bf16)}, GEMM_MR, GEMM_NR, GEMM_PACK_A_PANELS, GEMM_B_IN_PLACE_ROWS,
+    VL, GEMM_MC, GEMM_KC, GEMM_NC,
 };
 
 _Static_assert(GEMM_MC % GEMM_MR == 0 && GEMM_NC % GEMM_NR == 0, "blocking must hold whole micropanels");
