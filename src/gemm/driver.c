@@ -498,16 +498,25 @@ typedef struct a_block {
     size_t rs, cs, step;
 } a_block;
 
+/* The B operand of one macro-kernel: the panel of columns jr (a multiple of NR) starts at
+   b + jr * step, B(p, j) of it at [p * ld + j] (packed: step kc, ld NR; in place, unpacked:
+   step 1, ld ldb, so every tile is ukernel_sup at ldb) */
+typedef struct b_block {
+    const float *b;
+    size_t step, ld;
+    int packed;
+} b_block;
+
 /* tile (ir, jr) of a macro-kernel: C(ir.., jr..) = alpha * A panel ir * B panel jr + beta C.
    An edge tile (fewer than MR rows or NR columns left) is ukernel_sup on its valid part:
    only its rows of A are read (a partial row panel in place needs no padding), masked
    columns write only its part of C, and no work is spent on the padding of a full tile. */
 static inline void macro_tile(const qkv_gemm_kernels *g, int a_outer, size_t mc, size_t nc, size_t kc, float alpha,
-                              const a_block *A, const float *bp, float beta, float *c, size_t ldc, size_t ir,
+                              const a_block *A, const b_block *B, float beta, float *c, size_t ldc, size_t ir,
                               size_t jr)
 {
     const size_t MR = g->mr, NR = g->nr, mr = qkv_min(MR, mc - ir), nr = qkv_min(NR, nc - jr);
-    const float *a_panel = A->a + ir * A->step, *b_panel = bp + jr * kc;
+    const float *a_panel = A->a + ir * A->step, *b_panel = B->b + jr * B->step;
     float *cij = c + ir * ldc + jr;
     /* The tile below, asked for ahead where it comes next (ir inside jr): its rows are a
        stride apart, not a stream the hardware prefetchers follow, and with a short k the
@@ -518,30 +527,30 @@ static inline void macro_tile(const qkv_gemm_kernels *g, int a_outer, size_t mc,
        streaming in (AVX-512, Emerald Rapids Xeon, interleaved medians with the prefetch of
        B: 1024^3 1.13-1.15x, 1024 x 1024 x 64 NT 1.08-1.09x, 512^3 1.01-1.06x). */
     const float *below = !a_outer && ir + MR < mc ? cij + MR * ldc : NULL;
-    if (mr == MR && nr == NR)
+    if (B->packed && mr == MR && nr == NR)
         g->ukernel(kc, a_panel, A->rs, A->cs, b_panel, cij, ldc, alpha, beta, below);
     else
-        g->ukernel_sup(mr, nr, kc, a_panel, A->rs, A->cs, b_panel, NR, cij, ldc, alpha, beta, below);
+        g->ukernel_sup(mr, nr, kc, a_panel, A->rs, A->cs, b_panel, B->ld, cij, ldc, alpha, beta, below);
 }
 
-/* mc x nc block of C = alpha * A (mc x kc) * packed B (kc x nc) + beta * C, in the order of
-   the plan: a_outer (packed A) keeps an A micropanel in L1 over the jr loop, else a B
+/* mc x nc block of C = alpha * A (mc x kc) * B (kc x nc, packed or in place) + beta * C,
+   in the order of the plan: a_outer (packed A) keeps an A micropanel in L1 over the jr loop, else a B
    micropanel stays in L1 over the ir loop. Either way each tile is the same ukernel call.
    No software prefetch of the next B micropanel here: spread over the ir loop (a slice per
    tile) it measured no gain on Zen 4 AVX2, interleaved medians 1024^3 24.9 -> 25.1 ms (to
    L2), 27.3 (to L1), 2048^3 173 -> 182 ms (to L2); the hardware prefetchers follow the
    packed panels. */
 static void macro_kernel(const qkv_gemm_kernels *g, int a_outer, size_t mc, size_t nc, size_t kc, float alpha,
-                         const a_block *A, const float *bp, float beta, float *c, size_t ldc)
+                         const a_block *A, const b_block *B, float beta, float *c, size_t ldc)
 {
     if (a_outer) {
         for (size_t ir = 0; ir < mc; ir += g->mr)
             for (size_t jr = 0; jr < nc; jr += g->nr)
-                macro_tile(g, a_outer, mc, nc, kc, alpha, A, bp, beta, c, ldc, ir, jr);
+                macro_tile(g, a_outer, mc, nc, kc, alpha, A, B, beta, c, ldc, ir, jr);
     } else {
         for (size_t jr = 0; jr < nc; jr += g->nr)
             for (size_t ir = 0; ir < mc; ir += g->mr)
-                macro_tile(g, a_outer, mc, nc, kc, alpha, A, bp, beta, c, ldc, ir, jr);
+                macro_tile(g, a_outer, mc, nc, kc, alpha, A, B, beta, c, ldc, ir, jr);
     }
 }
 
@@ -610,22 +619,12 @@ static void block_item(const gemm_call *cl, size_t ic, size_t mc, size_t j0, siz
     const float *a_ic = cl->a + ic * a_rs + pc * a_cs; /* op(A)(ic, pc) */
     const float beta = pc == 0 ? cl->beta : 1.0f; /* later k blocks accumulate */
     float *c_ic = cl->c + ic * cl->ldc + cl->jc + j0;
-    const float *bp = bp_block + j0 * kc;
-    if (cl->p.b_in_place) { /* B in place: macro_kernel's tiles (jr outside ir) at ldb */
-        const size_t NR = cl->g->nr;
-        const float *b_pc = cl->b + pc * cl->ldb + cl->jc + j0;
-        for (size_t jr = 0; jr < cols; jr += NR)
-            for (size_t ir = 0; ir < mc; ir += MR) {
-                float *cij = c_ic + ir * cl->ldc + jr;
-                cl->g->ukernel_sup(qkv_min(MR, mc - ir), qkv_min(NR, cols - jr), kc, a_ic + ir * a_rs, a_rs, a_cs,
-                                   b_pc + jr, cl->ldb, cij, cl->ldc, cl->alpha, beta,
-                                   ir + MR < mc ? cij + MR * cl->ldc : NULL);
-            }
-        return;
-    }
+    /* B in place (b_in_place_ok: A in place too): B(pc, jc + j0) at ldb, else the packed block */
+    const b_block B = cl->p.b_in_place ? (b_block){cl->b + pc * cl->ldb + cl->jc + j0, 1, cl->ldb, 0}
+                                       : (b_block){bp_block + j0 * kc, kc, cl->g->nr, 1};
     if (cl->p.a_group == 0) {
         const a_block A = {a_ic, a_rs, a_cs, a_rs};
-        macro_kernel(cl->g, 0, mc, cols, kc, cl->alpha, &A, bp, beta, c_ic, cl->ldc);
+        macro_kernel(cl->g, 0, mc, cols, kc, cl->alpha, &A, &B, beta, c_ic, cl->ldc);
         return;
     }
     /* A packed a group of rows at a time (a_group), each group run over the item's columns
@@ -651,7 +650,7 @@ static void block_item(const gemm_call *cl, size_t ic, size_t mc, size_t j0, siz
                 for (size_t p = 0; p < kc; p += line)
                     __builtin_prefetch(a_ic + i * cl->lda + p, 0, 2);
         const a_block A = {ap, 1, MR, kc};
-        macro_kernel(cl->g, cl->p.pack_a, rows, cols, kc, cl->alpha, &A, bp, beta, c_ic + ir * cl->ldc, cl->ldc);
+        macro_kernel(cl->g, cl->p.pack_a, rows, cols, kc, cl->alpha, &A, &B, beta, c_ic + ir * cl->ldc, cl->ldc);
     }
 }
 
