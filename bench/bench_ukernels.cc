@@ -8,7 +8,8 @@
  *                                     the table's second GEMM tile (kernels.h, AVX2 4 x 24)
  *   ukernel/qkv-<isa>/inplace/k<K>    A read in place, rows of a row-major matrix (the
  *                                     driver's usual path and sdpa's S^T = K Q^T)
- *   ukernel/qkv-<isa>/stream/k<K>     the inner loop of the driver's packed-A order: one
+ *   ukernel/qkv-<isa>/stream/k<K>     the inner loop of the driver's packed-A order (one
+ *                                     ukernel_row call): one
  *                                     packed MR x K micropanel of A against every panel of a
  *                                     packed K x NC block of B (NC: the tile's nc_l2 from
  *                                     this machine's caches, the block the order keeps in
@@ -68,8 +69,7 @@ void bench_stream(benchmark::State &st, qkv_isa isa, std::size_t tile, std::size
     qkv_bench::fill_uniform(b.get(), k * nc, -1, 1, 2);
     qkv_bench::fill_uniform(c.get(), mr * nc, -1, 1, 3);
     for (auto _ : st) {
-        for (std::size_t jr = 0; jr < nc; jr += nr)
-            g->ukernel(k, a.get(), 1, mr, b.get() + jr * k, c.get() + jr, nc, 1.0f, 1.0f, nullptr);
+        g->ukernel_row(nc / nr, k, a.get(), b.get(), nr * k, c.get(), nc, 1.0f, 1.0f);
         benchmark::DoNotOptimize(c.get());
         benchmark::ClobberMemory();
     }

@@ -9,6 +9,12 @@
  *                scaling, beta = 0 over NaN (C never read), beta = 1 and beta = -0.5;
  *                k = 1 .. 300. A and B end at a PROT_NONE page: the kernel reads only the
  *                MR x k elements of A and the k x NR of B it is given.
+ *   ukernel_row, ukernel_col   a row of 1 .. 5 tiles over one packed A micropanel (B
+ *                micropanels b_step apart), and a column of them over one B micropanel
+ *                with packed A, rows of A in place and transposed A in place (A panels
+ *                a_step apart): bit-identical to ukernel tile by tile and within the GEMM
+ *                tolerance of the double reference, C's padding untouched, operands at
+ *                a PROT_NONE page, beta = 0 over NaN, k = 1 .. 65
  *   ukernel_sup  B in place: every row count m = 1 .. MR and column counts 1 .. NR around
  *                the vector length (masked columns), k = 1 .. 300, A, B and C each ending
  *                at a PROT_NONE page right after their last element, C's leading-dimension
@@ -123,6 +129,114 @@ static void test_ukernel(const qkv_gemm_kernels *g)
         CHECK(guarded_free(&ga_packed) && guarded_free(&ga_rows) && guarded_free(&ga_trans) && guarded_free(&gb),
               "ukernel wrote outside its operands (k=%zu)", k);
     }
+}
+
+/* C (rows x cols at ldc, the rest padding) against tile-by-tile ukernel calls (want: C after
+   them, bit for bit) and the double reference of C(i, j) = alpha sum_p A(i, p) B(p, j) + beta
+   C0(i, j), A(i, p) at ai[i][p cs] for the row i, B(p, j) at bj[j][p NR] */
+static long check_tiles(const float *got, const float *want, const float *c0, size_t rows, size_t cols, size_t ldc,
+                        size_t len, size_t k, const float *const *ai, size_t cs, const float *const *bj, size_t NR,
+                        float alpha, float beta)
+{
+    long bad = memcmp(got, want, len * sizeof(float)) != 0;
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++) {
+            double mag;
+            const double dot = ref_dot(ai[i], cs, bj[j], NR, k, &mag);
+            const double cij = beta == 0.0f ? 0.0 : (double)c0[i * ldc + j];
+            bad += !close_to(got[i * ldc + j], alpha * dot + beta * cij, gemm_tol(k, alpha, mag, beta * cij, FLT_MIN));
+        }
+    for (size_t i = 0; i < rows; i++) /* the padding of each row untouched */
+        for (size_t j = cols; j < ldc && i * ldc + j < len; j++)
+            bad += memcmp(&got[i * ldc + j], &c0[i * ldc + j], sizeof(float)) != 0;
+    return bad;
+}
+
+static void test_ukernel_rowcol(const qkv_gemm_kernels *g)
+{
+    const size_t MR = g->mr, NR = g->nr;
+    static const size_t ks[] = {1, 7, 64, 65};
+    static const float alphas[] = {1.0f, -0.5f};
+    static const float betas[] = {0.0f, 1.0f, 0.25f};
+    for (size_t ik = 0; ik < sizeof ks / sizeof ks[0]; ik++)
+        for (size_t tiles = 1; tiles <= 5; tiles++)
+            for (size_t ia = 0; ia < sizeof alphas / sizeof alphas[0]; ia++)
+                for (size_t ib = 0; ib < sizeof betas / sizeof betas[0]; ib++) {
+                    const size_t k = ks[ik];
+                    const float alpha = alphas[ia], beta = betas[ib];
+                    /* a row: packed A, B micropanels b_step = k NR + 16 apart, ldc past the row */
+                    {
+                        const size_t b_step = k * NR + 16, ldc = tiles * NR + 3, len = MR * ldc;
+                        guarded ga, gb;
+                        float *a = guarded_alloc(&ga, MR * k, GUARD_AFTER);
+                        float *b = guarded_alloc(&gb, (tiles - 1) * b_step + k * NR, GUARD_AFTER);
+                        float *c0 = malloc(len * sizeof(float)), *c = malloc(len * sizeof(float)),
+                              *want = malloc(len * sizeof(float));
+                        fill(a, MR * k);
+                        fill(b, (tiles - 1) * b_step + k * NR);
+                        fill(c0, len);
+                        if (beta == 0.0f)
+                            for (size_t i = 0; i < MR; i++)
+                                for (size_t j = 0; j < tiles * NR; j++)
+                                    c0[i * ldc + j] = NAN; /* never read */
+                        memcpy(c, c0, len * sizeof(float));
+                        memcpy(want, c0, len * sizeof(float));
+                        g->ukernel_row(tiles, k, a, b, b_step, c, ldc, alpha, beta);
+                        for (size_t t = 0; t < tiles; t++)
+                            g->ukernel(k, a, 1, MR, b + t * b_step, want + t * NR, ldc, alpha, beta, NULL);
+                        const float *ai[16], *bj[16 * 5 * 4];
+                        for (size_t i = 0; i < MR; i++)
+                            ai[i] = a + i;
+                        for (size_t j = 0; j < tiles * NR; j++)
+                            bj[j] = b + j / NR * b_step + j % NR;
+                        long e = check_tiles(c, want, c0, MR, tiles * NR, ldc, len, k, ai, MR, bj, NR, alpha, beta);
+                        e += !guarded_free(&ga) + !guarded_free(&gb);
+                        CHECK(e == 0, "ukernel_row %zux%zu tiles=%zu k=%zu alpha=%g beta=%g: %ld wrong", MR, NR,
+                              tiles, k, alpha, beta, e);
+                        free(c0);
+                        free(c);
+                        free(want);
+                    }
+                    /* a column: one B micropanel; A packed, rows in place, transposed in place */
+                    for (int layout = 0; layout < 3; layout++) {
+                        const size_t lda = k + 5, ldt = tiles * MR + 3, ldc = NR + 5, len = tiles * MR * ldc;
+                        const size_t rs = layout == 1 ? lda : 1, cs = layout == 0 ? MR : layout == 1 ? 1 : ldt;
+                        const size_t a_step = layout == 0 ? MR * k : layout == 1 ? MR * lda : MR;
+                        const size_t a_len = layout == 0 ? tiles * MR * k
+                                             : layout == 1 ? (tiles * MR - 1) * lda + k
+                                                           : (k - 1) * ldt + tiles * MR;
+                        guarded ga, gb;
+                        float *a = guarded_alloc(&ga, a_len, GUARD_AFTER);
+                        float *b = guarded_alloc(&gb, k * NR, GUARD_AFTER);
+                        float *c0 = malloc(len * sizeof(float)), *c = malloc(len * sizeof(float)),
+                              *want = malloc(len * sizeof(float));
+                        fill(a, a_len);
+                        fill(b, k * NR);
+                        fill(c0, len);
+                        if (beta == 0.0f)
+                            for (size_t i = 0; i < tiles * MR; i++)
+                                for (size_t j = 0; j < NR; j++)
+                                    c0[i * ldc + j] = NAN;
+                        memcpy(c, c0, len * sizeof(float));
+                        memcpy(want, c0, len * sizeof(float));
+                        /* more: a hint to prefetch the tile below the last, here one past C */
+                        g->ukernel_col(tiles, k, a, rs, cs, a_step, b, c, ldc, alpha, beta, (int)(tiles % 2));
+                        for (size_t t = 0; t < tiles; t++)
+                            g->ukernel(k, a + t * a_step, rs, cs, b, want + t * MR * ldc, ldc, alpha, beta, NULL);
+                        const float *ai[16 * 5], *bj[16 * 4];
+                        for (size_t i = 0; i < tiles * MR; i++)
+                            ai[i] = a + i / MR * a_step + i % MR * rs;
+                        for (size_t j = 0; j < NR; j++)
+                            bj[j] = b + j;
+                        long e = check_tiles(c, want, c0, tiles * MR, NR, ldc, len, k, ai, cs, bj, NR, alpha, beta);
+                        e += !guarded_free(&ga) + !guarded_free(&gb);
+                        CHECK(e == 0, "ukernel_col %zux%zu layout %d tiles=%zu k=%zu alpha=%g beta=%g: %ld wrong", MR,
+                              NR, layout, tiles, k, alpha, beta, e);
+                        free(c0);
+                        free(c);
+                        free(want);
+                    }
+                }
 }
 
 static void test_ukernel_sup(const qkv_gemm_kernels *g)
@@ -585,14 +699,15 @@ int main(void)
         qkv_isa_select(isas[k]);
         const qkv_kernels *t = qkv_kernels_active();
         const qkv_gemm_blocking b = qkv_gemm_blocking_of(t->gemm);
-        printf("  %s: ukernel %zux%zu (MC %zu, KC %zu, NC %zu), ukernel_sup, gemv_t, gemv_n, gemv_t_multi, gemv_n_multi (F32, F16, BF16 B), attn_update, attn_row\n",
+        printf("  %s: ukernel %zux%zu (MC %zu, KC %zu, NC %zu), ukernel_row, ukernel_col, ukernel_sup, gemv_t, gemv_n, gemv_t_multi, gemv_n_multi (F32, F16, BF16 B), attn_update, attn_row\n",
                qkv_isa_name(isas[k]), t->gemm->mr, t->gemm->nr, b.mc, b.kc, b.nc);
         const qkv_gemm_kernels *g;
         for (size_t j = 0; (g = qkv_gemm_tile_of(t, j)) != NULL; j++) { /* every GEMM tile of the table */
             if (j > 0)
-                printf("  %s: second GEMM tile %zux%zu: ukernel, ukernel_sup, gemv_t, gemv_n\n", qkv_isa_name(isas[k]),
+                printf("  %s: second GEMM tile %zux%zu: ukernel, ukernel_row, ukernel_col, ukernel_sup, gemv_t, gemv_n\n", qkv_isa_name(isas[k]),
                        g->mr, g->nr);
             test_ukernel(g);
+            test_ukernel_rowcol(g);
             test_ukernel_sup(g);
             test_gemv(g);
             test_gemv_ns_long(g);

@@ -544,13 +544,31 @@ static void macro_kernel(const qkv_gemm_kernels *g, int a_outer, size_t mc, size
                          const a_block *A, const b_block *B, float beta, float *c, size_t ldc)
 {
     if (a_outer) {
-        for (size_t ir = 0; ir < mc; ir += g->mr)
-            for (size_t jr = 0; jr < nc; jr += g->nr)
+        /* the full tiles of a row panel in one ukernel_row call where A and B are packed */
+        const size_t full = B->packed && A->rs == 1 && A->cs == g->mr ? nc / g->nr * g->nr : 0;
+        for (size_t ir = 0; ir < mc; ir += g->mr) {
+            size_t jr = 0;
+            if (full != 0 && mc - ir >= g->mr) {
+                g->ukernel_row(full / g->nr, kc, A->a + ir * A->step, B->b, g->nr * B->step, c + ir * ldc, ldc, alpha,
+                               beta);
+                jr = full;
+            }
+            for (; jr < nc; jr += g->nr)
                 macro_tile(g, a_outer, mc, nc, kc, alpha, A, B, beta, c, ldc, ir, jr);
+        }
     } else {
-        for (size_t jr = 0; jr < nc; jr += g->nr)
-            for (size_t ir = 0; ir < mc; ir += g->mr)
+        /* the full tiles of a column panel in one ukernel_col call where B is packed */
+        const size_t full = B->packed ? mc / g->mr * g->mr : 0;
+        for (size_t jr = 0; jr < nc; jr += g->nr) {
+            size_t ir = 0;
+            if (full != 0 && nc - jr >= g->nr) {
+                g->ukernel_col(full / g->mr, kc, A->a, A->rs, A->cs, g->mr * A->step, B->b + jr * B->step, c + jr, ldc,
+                               alpha, beta, full < mc);
+                ir = full;
+            }
+            for (; ir < mc; ir += g->mr)
                 macro_tile(g, a_outer, mc, nc, kc, alpha, A, B, beta, c, ldc, ir, jr);
+        }
     }
 }
 

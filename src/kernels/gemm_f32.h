@@ -220,6 +220,39 @@ static void QKV_FN(gemm_ukernel)(size_t k, const float *restrict a, size_t rs_a,
         QKV_FN(gemm_tile)(GEMM_MR, 0, 0, 1, GEMM_NR, k, a, rs_a, cs_a, b, GEMM_NR, c, ldc, alpha, beta, c_next);
 }
 
+/* a row of full tiles over one packed A micropanel (kernels.h): each tile is ukernel's
+   packed case, inlined into the loop over the tiles */
+static void QKV_FN(gemm_ukernel_row)(size_t tiles, size_t k, const float *restrict a, const float *restrict b,
+                                     size_t b_step, float *restrict c, size_t ldc, float alpha, float beta)
+{
+    assert(tiles >= 1 && k >= 1 && a != NULL && b != NULL && c != NULL && ldc >= tiles * GEMM_NR);
+    for (size_t t = 0; t < tiles; t++)
+        QKV_FN(gemm_tile)(GEMM_MR, 0, 0, 1, GEMM_NR, k, a, 1, GEMM_MR, b + t * b_step, GEMM_NR, c + t * GEMM_NR, ldc,
+                          alpha, beta, NULL);
+}
+
+/* a column of full tiles over one packed B micropanel (kernels.h): each tile is ukernel's
+   case for its A layout, inlined into the loop over the tiles */
+static void QKV_FN(gemm_ukernel_col)(size_t tiles, size_t k, const float *restrict a, size_t rs_a, size_t cs_a,
+                                     size_t a_step, const float *restrict b, float *restrict c, size_t ldc, float alpha,
+                                     float beta, int more)
+{
+    assert(tiles >= 1 && k >= 1 && a != NULL && b != NULL && c != NULL && ldc >= GEMM_NR);
+    const size_t c_step = GEMM_MR * ldc;
+    if (rs_a == 1 && cs_a == GEMM_MR)
+        for (size_t t = 0; t < tiles; t++)
+            QKV_FN(gemm_tile)(GEMM_MR, 0, 0, 1, GEMM_NR, k, a + t * a_step, 1, GEMM_MR, b, GEMM_NR, c + t * c_step,
+                              ldc, alpha, beta, t + 1 < tiles || more ? c + (t + 1) * c_step : NULL);
+    else if (cs_a == 1)
+        for (size_t t = 0; t < tiles; t++)
+            QKV_FN(gemm_tile)(GEMM_MR, 0, 1, 1, GEMM_NR, k, a + t * a_step, rs_a, 1, b, GEMM_NR, c + t * c_step, ldc,
+                              alpha, beta, t + 1 < tiles || more ? c + (t + 1) * c_step : NULL);
+    else
+        for (size_t t = 0; t < tiles; t++)
+            QKV_FN(gemm_ukernel)(k, a + t * a_step, rs_a, cs_a, b, c + t * c_step, ldc, alpha, beta,
+                                 t + 1 < tiles || more ? c + (t + 1) * c_step : NULL);
+}
+
 /* B in place (kernels.h): one instance per row count, full or masked columns. Rows of A in
    place (cs_a == 1: the small path, in-place edge tiles) take the row-group addressing
    ukernel uses: with one pointer per row, the MR row pointers, B, ldb and the counters
@@ -750,7 +783,8 @@ static void QKV_FN(gemv_n_multi_bf16)(size_t r, size_t n, size_t k, const float 
 }
 
 const qkv_gemm_kernels QKV_FN(qkv_gemm) = {
-    QKV_FN(gemm_ukernel), QKV_FN(gemm_ukernel_sup), QKV_FN(gemv_t), QKV_FN(gemv_n), QKV_FN(gemv_ns), QKV_FN(gemv_t_multi),
+    QKV_FN(gemm_ukernel), QKV_FN(gemm_ukernel_sup), QKV_FN(gemm_ukernel_row),
+    QKV_FN(gemm_ukernel_col), QKV_FN(gemv_t), QKV_FN(gemv_n), QKV_FN(gemv_ns), QKV_FN(gemv_t_multi),
     QKV_FN(gemv_n_multi), {QKV_FN(gemv_t_multi_f16), QKV_FN(gemv_t_multi_bf16)},
     {QKV_FN(gemv_n_multi_f16), QKV_FN(gemv_n_multi_bf16)}, GEMM_MR, GEMM_NR, GEMM_PACK_A_PANELS, GEMM_B_IN_PLACE_ROWS,
     VL, GEMM_MC, GEMM_KC, GEMM_NC,
