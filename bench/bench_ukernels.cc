@@ -69,7 +69,7 @@ void bench_stream(benchmark::State &st, qkv_isa isa, std::size_t tile, std::size
     qkv_bench::fill_uniform(b.get(), k * nc, -1, 1, 2);
     qkv_bench::fill_uniform(c.get(), mr * nc, -1, 1, 3);
     for (auto _ : st) {
-        g->ukernel_row(nc / nr, k, a.get(), b.get(), nr * k, c.get(), nc, 1.0f, 1.0f);
+        g->ukernel_row(nc / nr, k, a.get(), b.get(), nr * k, c.get(), nc, 1.0f, 1.0f, nullptr, 0);
         benchmark::DoNotOptimize(c.get());
         benchmark::ClobberMemory();
     }

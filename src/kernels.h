@@ -64,19 +64,25 @@ typedef void (*qkv_softmax_fn)(const float *x, float *y, size_t n, float scale);
  *   and on the edge tiles of the blocked path (A packed or in place, B a packed
  *   micropanel, ldb = NR). c_next as for ukernel (a full-width corner prefetches its m rows).
  *
- * ukernel_row(tiles, k, a, b, b_step, c, ldc, alpha, beta): a row of `tiles` full tiles
- *   that share one packed A micropanel (rs_a = 1, cs_a = MR): tile t is
+ * ukernel_row(tiles, k, a, b, b_step, c, ldc, alpha, beta, b_src, ldb): a row of `tiles` full
+ *   tiles that share one packed A micropanel (rs_a = 1, cs_a = MR): tile t is
  *   ukernel(k, a, 1, MR, b + t * b_step, c + t * NR, ldc, alpha, beta, NULL), in order, with
  *   the same arithmetic (the same bits), in one call: the driver's packed-A order runs a
  *   row of tiles this way, without a call, its argument set-up and its case dispatch per
- *   tile. tiles >= 1.
+ *   tile. tiles >= 1. b_src != NULL: the micropanels are not there yet; tile t reads
+ *   B(p, j) = b_src[p * ldb + t * NR + j] (a row-major op(B) in place, full NR columns) and
+ *   writes each row it reads to b + t * b_step + p * NR, so that afterwards the
+ *   micropanels hold what qkv_gemm_pack_b would have written: packing B costs the tiles two
+ *   stores a k step instead of a pass of its own.
  *
- * ukernel_col(tiles, k, a, rs_a, cs_a, a_step, b, c, ldc, alpha, beta, more): a column of
- *   `tiles` full tiles that share one packed B micropanel: tile t is
+ * ukernel_col(tiles, k, a, rs_a, cs_a, a_step, b, c, ldc, alpha, beta, more, b_src, ldb): a
+ *   column of `tiles` full tiles that share one packed B micropanel: tile t is
  *   ukernel(k, a + t * a_step, rs_a, cs_a, b, c + t * MR * ldc, ldc, alpha, beta, c_next),
  *   in order, c_next the tile below (t + 1 < tiles, or more != 0: the caller runs a tile
  *   there next), else NULL. The driver's in-place order (jr outside ir) runs its column
- *   of full tiles this way.
+ *   of full tiles this way. b_src != NULL (A packed or rows of A in place: cs_a == MR with
+ *   rs_a == 1, or cs_a == 1): the first tile reads B at b_src (ldb apart, as ukernel_row)
+ *   and writes the micropanel b, which the other tiles then read.
  *
  * M = 1 (decode) skips packing; two streaming kernels read the operands in place:
  *   gemv_t(n, k, alpha, x, b, ldb, beta, y): y[j] = alpha * sum_p x[p] * b[j * ldb + p] + beta * y[j]
@@ -93,11 +99,11 @@ typedef void (*qkv_gemm_ukernel_fn)(size_t k, const float *a, size_t rs_a, size_
 typedef void (*qkv_gemm_ukernel_sup_fn)(size_t m, size_t n, size_t k, const float *a, size_t rs_a, size_t cs_a,
                                         const float *b, size_t ldb, float *c, size_t ldc, float alpha, float beta,
                                         const float *c_next);
-typedef void (*qkv_gemm_ukernel_row_fn)(size_t tiles, size_t k, const float *a, const float *b, size_t b_step,
-                                        float *c, size_t ldc, float alpha, float beta);
+typedef void (*qkv_gemm_ukernel_row_fn)(size_t tiles, size_t k, const float *a, float *b, size_t b_step, float *c,
+                                        size_t ldc, float alpha, float beta, const float *b_src, size_t ldb);
 typedef void (*qkv_gemm_ukernel_col_fn)(size_t tiles, size_t k, const float *a, size_t rs_a, size_t cs_a,
-                                        size_t a_step, const float *b, float *c, size_t ldc, float alpha, float beta,
-                                        int more);
+                                        size_t a_step, float *b, float *c, size_t ldc, float alpha, float beta,
+                                        int more, const float *b_src, size_t ldb);
 typedef void (*qkv_gemv_t_fn)(size_t n, size_t k, float alpha, const float *x, const float *b, size_t ldb,
                               float beta, float *y);
 typedef void (*qkv_gemv_n_fn)(size_t n, size_t k, float alpha, const float *x, size_t incx, const float *b,

@@ -12,9 +12,11 @@
  *   ukernel_row, ukernel_col   a row of 1 .. 5 tiles over one packed A micropanel (B
  *                micropanels b_step apart), and a column of them over one B micropanel
  *                with packed A, rows of A in place and transposed A in place (A panels
- *                a_step apart): bit-identical to ukernel tile by tile and within the GEMM
- *                tolerance of the double reference, C's padding untouched, operands at
- *                a PROT_NONE page, beta = 0 over NaN, k = 1 .. 65
+ *                a_step apart), with B packed and packed on the way from a row-major
+ *                source (b_src; the micropanels start as NaN): bit-identical to ukernel
+ *                tile by tile and within the GEMM tolerance of the double reference, the
+ *                micropanels then equal to the source, C's padding untouched, operands
+ *                at a PROT_NONE page, beta = 0 over NaN, k = 1 .. 65
  *   ukernel_sup  B in place: every row count m = 1 .. MR and column counts 1 .. NR around
  *                the vector length (masked columns), k = 1 .. 300, A, B and C each ending
  *                at a PROT_NONE page right after their last element, C's leading-dimension
@@ -152,6 +154,39 @@ static long check_tiles(const float *got, const float *want, const float *c0, si
     return bad;
 }
 
+/* B for ukernel_row / ukernel_col: `panels` micropanels b_step apart in *bp (guarded), and
+   with packs the row-major source they come from in *src (k rows, ldb apart, guarded) while
+   *bp holds NaN until the kernel fills it; *ref: the micropanels as they must end up */
+static void make_b(size_t k, size_t NR, size_t panels, size_t b_step, int packs, size_t ldb, guarded *gb,
+                   guarded *gs, float **bp, float **src, float **ref)
+{
+    const size_t len = (panels - 1) * b_step + k * NR;
+    *bp = guarded_alloc(gb, len, GUARD_AFTER);
+    *ref = malloc(len * sizeof(float));
+    fill(*ref, len);
+    *src = NULL;
+    if (packs) {
+        *src = guarded_alloc(gs, (k - 1) * ldb + panels * NR, GUARD_AFTER);
+        for (size_t t = 0; t < panels; t++)
+            for (size_t p = 0; p < k; p++)
+                for (size_t j = 0; j < NR; j++)
+                    (*src)[p * ldb + t * NR + j] = (*ref)[t * b_step + p * NR + j];
+        for (size_t i = 0; i < len; i++)
+            (*bp)[i] = NAN;
+    } else {
+        memcpy(*bp, *ref, len * sizeof(float));
+    }
+}
+
+/* the micropanels as filled (or left) by the kernel against ref */
+static long check_b(const float *bp, const float *ref, size_t k, size_t NR, size_t panels, size_t b_step)
+{
+    long bad = 0;
+    for (size_t t = 0; t < panels; t++)
+        bad += memcmp(bp + t * b_step, ref + t * b_step, k * NR * sizeof(float)) != 0;
+    return bad;
+}
+
 static void test_ukernel_rowcol(const qkv_gemm_kernels *g)
 {
     const size_t MR = g->mr, NR = g->nr;
@@ -161,82 +196,92 @@ static void test_ukernel_rowcol(const qkv_gemm_kernels *g)
     for (size_t ik = 0; ik < sizeof ks / sizeof ks[0]; ik++)
         for (size_t tiles = 1; tiles <= 5; tiles++)
             for (size_t ia = 0; ia < sizeof alphas / sizeof alphas[0]; ia++)
-                for (size_t ib = 0; ib < sizeof betas / sizeof betas[0]; ib++) {
-                    const size_t k = ks[ik];
-                    const float alpha = alphas[ia], beta = betas[ib];
-                    /* a row: packed A, B micropanels b_step = k NR + 16 apart, ldc past the row */
-                    {
-                        const size_t b_step = k * NR + 16, ldc = tiles * NR + 3, len = MR * ldc;
-                        guarded ga, gb;
-                        float *a = guarded_alloc(&ga, MR * k, GUARD_AFTER);
-                        float *b = guarded_alloc(&gb, (tiles - 1) * b_step + k * NR, GUARD_AFTER);
-                        float *c0 = malloc(len * sizeof(float)), *c = malloc(len * sizeof(float)),
-                              *want = malloc(len * sizeof(float));
-                        fill(a, MR * k);
-                        fill(b, (tiles - 1) * b_step + k * NR);
-                        fill(c0, len);
-                        if (beta == 0.0f)
+                for (size_t ib = 0; ib < sizeof betas / sizeof betas[0]; ib++)
+                    for (int packs = 0; packs < 2; packs++) {
+                        const size_t k = ks[ik];
+                        const float alpha = alphas[ia], beta = betas[ib];
+                        /* a row: packed A, B micropanels b_step = k NR + 16 apart (or packed
+                           on the way from a source of tiles NR + 5 columns), ldc past the row */
+                        {
+                            const size_t b_step = k * NR + 16, ldb = tiles * NR + 5, ldc = tiles * NR + 3,
+                                         len = MR * ldc;
+                            guarded ga, gb, gs;
+                            float *a = guarded_alloc(&ga, MR * k, GUARD_AFTER), *b, *src, *ref;
+                            make_b(k, NR, tiles, b_step, packs, ldb, &gb, &gs, &b, &src, &ref);
+                            float *c0 = malloc(len * sizeof(float)), *c = malloc(len * sizeof(float)),
+                                  *want = malloc(len * sizeof(float));
+                            fill(a, MR * k);
+                            fill(c0, len);
+                            if (beta == 0.0f)
+                                for (size_t i = 0; i < MR; i++)
+                                    for (size_t j = 0; j < tiles * NR; j++)
+                                        c0[i * ldc + j] = NAN; /* never read */
+                            memcpy(c, c0, len * sizeof(float));
+                            memcpy(want, c0, len * sizeof(float));
+                            g->ukernel_row(tiles, k, a, b, b_step, c, ldc, alpha, beta, src, ldb);
+                            for (size_t t = 0; t < tiles; t++)
+                                g->ukernel(k, a, 1, MR, ref + t * b_step, want + t * NR, ldc, alpha, beta, NULL);
+                            const float *ai[16], *bj[16 * 5 * 4];
                             for (size_t i = 0; i < MR; i++)
-                                for (size_t j = 0; j < tiles * NR; j++)
-                                    c0[i * ldc + j] = NAN; /* never read */
-                        memcpy(c, c0, len * sizeof(float));
-                        memcpy(want, c0, len * sizeof(float));
-                        g->ukernel_row(tiles, k, a, b, b_step, c, ldc, alpha, beta);
-                        for (size_t t = 0; t < tiles; t++)
-                            g->ukernel(k, a, 1, MR, b + t * b_step, want + t * NR, ldc, alpha, beta, NULL);
-                        const float *ai[16], *bj[16 * 5 * 4];
-                        for (size_t i = 0; i < MR; i++)
-                            ai[i] = a + i;
-                        for (size_t j = 0; j < tiles * NR; j++)
-                            bj[j] = b + j / NR * b_step + j % NR;
-                        long e = check_tiles(c, want, c0, MR, tiles * NR, ldc, len, k, ai, MR, bj, NR, alpha, beta);
-                        e += !guarded_free(&ga) + !guarded_free(&gb);
-                        CHECK(e == 0, "ukernel_row %zux%zu tiles=%zu k=%zu alpha=%g beta=%g: %ld wrong", MR, NR,
-                              tiles, k, alpha, beta, e);
-                        free(c0);
-                        free(c);
-                        free(want);
-                    }
-                    /* a column: one B micropanel; A packed, rows in place, transposed in place */
-                    for (int layout = 0; layout < 3; layout++) {
-                        const size_t lda = k + 5, ldt = tiles * MR + 3, ldc = NR + 5, len = tiles * MR * ldc;
-                        const size_t rs = layout == 1 ? lda : 1, cs = layout == 0 ? MR : layout == 1 ? 1 : ldt;
-                        const size_t a_step = layout == 0 ? MR * k : layout == 1 ? MR * lda : MR;
-                        const size_t a_len = layout == 0 ? tiles * MR * k
-                                             : layout == 1 ? (tiles * MR - 1) * lda + k
-                                                           : (k - 1) * ldt + tiles * MR;
-                        guarded ga, gb;
-                        float *a = guarded_alloc(&ga, a_len, GUARD_AFTER);
-                        float *b = guarded_alloc(&gb, k * NR, GUARD_AFTER);
-                        float *c0 = malloc(len * sizeof(float)), *c = malloc(len * sizeof(float)),
-                              *want = malloc(len * sizeof(float));
-                        fill(a, a_len);
-                        fill(b, k * NR);
-                        fill(c0, len);
-                        if (beta == 0.0f)
+                                ai[i] = a + i;
+                            for (size_t j = 0; j < tiles * NR; j++)
+                                bj[j] = ref + j / NR * b_step + j % NR;
+                            long e = check_tiles(c, want, c0, MR, tiles * NR, ldc, len, k, ai, MR, bj, NR, alpha,
+                                                 beta);
+                            e += check_b(b, ref, k, NR, tiles, b_step);
+                            e += !guarded_free(&ga) + !guarded_free(&gb) + (packs && !guarded_free(&gs));
+                            CHECK(e == 0, "ukernel_row %zux%zu tiles=%zu k=%zu alpha=%g beta=%g %s: %ld wrong", MR,
+                                  NR, tiles, k, alpha, beta, packs ? "packing B" : "B packed", e);
+                            free(ref);
+                            free(c0);
+                            free(c);
+                            free(want);
+                        }
+                        /* a column: one B micropanel; A packed, rows in place, transposed in
+                           place (packing B on the way: the first two) */
+                        for (int layout = 0; layout < 3 - packs; layout++) {
+                            const size_t lda = k + 5, ldt = tiles * MR + 3, ldb = NR + 7, ldc = NR + 5,
+                                         len = tiles * MR * ldc;
+                            const size_t rs = layout == 1 ? lda : 1, cs = layout == 0 ? MR : layout == 1 ? 1 : ldt;
+                            const size_t a_step = layout == 0 ? MR * k : layout == 1 ? MR * lda : MR;
+                            const size_t a_len = layout == 0   ? tiles * MR * k
+                                                 : layout == 1 ? (tiles * MR - 1) * lda + k
+                                                               : (k - 1) * ldt + tiles * MR;
+                            guarded ga, gb, gs;
+                            float *a = guarded_alloc(&ga, a_len, GUARD_AFTER), *b, *src, *ref;
+                            make_b(k, NR, 1, 0, packs, ldb, &gb, &gs, &b, &src, &ref);
+                            float *c0 = malloc(len * sizeof(float)), *c = malloc(len * sizeof(float)),
+                                  *want = malloc(len * sizeof(float));
+                            fill(a, a_len);
+                            fill(c0, len);
+                            if (beta == 0.0f)
+                                for (size_t i = 0; i < tiles * MR; i++)
+                                    for (size_t j = 0; j < NR; j++)
+                                        c0[i * ldc + j] = NAN;
+                            memcpy(c, c0, len * sizeof(float));
+                            memcpy(want, c0, len * sizeof(float));
+                            /* more: a hint to prefetch the tile below the last, here one past C */
+                            g->ukernel_col(tiles, k, a, rs, cs, a_step, b, c, ldc, alpha, beta, (int)(tiles % 2), src,
+                                           ldb);
+                            for (size_t t = 0; t < tiles; t++)
+                                g->ukernel(k, a + t * a_step, rs, cs, ref, want + t * MR * ldc, ldc, alpha, beta, NULL);
+                            const float *ai[16 * 5], *bj[16 * 4];
                             for (size_t i = 0; i < tiles * MR; i++)
-                                for (size_t j = 0; j < NR; j++)
-                                    c0[i * ldc + j] = NAN;
-                        memcpy(c, c0, len * sizeof(float));
-                        memcpy(want, c0, len * sizeof(float));
-                        /* more: a hint to prefetch the tile below the last, here one past C */
-                        g->ukernel_col(tiles, k, a, rs, cs, a_step, b, c, ldc, alpha, beta, (int)(tiles % 2));
-                        for (size_t t = 0; t < tiles; t++)
-                            g->ukernel(k, a + t * a_step, rs, cs, b, want + t * MR * ldc, ldc, alpha, beta, NULL);
-                        const float *ai[16 * 5], *bj[16 * 4];
-                        for (size_t i = 0; i < tiles * MR; i++)
-                            ai[i] = a + i / MR * a_step + i % MR * rs;
-                        for (size_t j = 0; j < NR; j++)
-                            bj[j] = b + j;
-                        long e = check_tiles(c, want, c0, tiles * MR, NR, ldc, len, k, ai, cs, bj, NR, alpha, beta);
-                        e += !guarded_free(&ga) + !guarded_free(&gb);
-                        CHECK(e == 0, "ukernel_col %zux%zu layout %d tiles=%zu k=%zu alpha=%g beta=%g: %ld wrong", MR,
-                              NR, layout, tiles, k, alpha, beta, e);
-                        free(c0);
-                        free(c);
-                        free(want);
+                                ai[i] = a + i / MR * a_step + i % MR * rs;
+                            for (size_t j = 0; j < NR; j++)
+                                bj[j] = ref + j;
+                            long e = check_tiles(c, want, c0, tiles * MR, NR, ldc, len, k, ai, cs, bj, NR, alpha,
+                                                 beta);
+                            e += check_b(b, ref, k, NR, 1, 0);
+                            e += !guarded_free(&ga) + !guarded_free(&gb) + (packs && !guarded_free(&gs));
+                            CHECK(e == 0, "ukernel_col %zux%zu layout %d tiles=%zu k=%zu alpha=%g beta=%g %s: %ld wrong",
+                                  MR, NR, layout, tiles, k, alpha, beta, packs ? "packing B" : "B packed", e);
+                            free(ref);
+                            free(c0);
+                            free(c);
+                            free(want);
+                        }
                     }
-                }
 }
 
 static void test_ukernel_sup(const qkv_gemm_kernels *g)

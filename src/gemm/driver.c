@@ -27,6 +27,7 @@
  * the caller's memory or allocated once per call.
  * Compiled with baseline flags: all arithmetic happens in the ISA kernels, except the
  * O(mn) scaling for k == 0. */
+#include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,7 +120,8 @@ static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
 /* ---- the plan: work items by shape --------------------------------------------------- *
  * Blocked path: for each jc block of NC columns and each pc block of KC depth, the kc x nc
  * block of op(B) is packed once into micropanels (items: groups of B_PANELS NR-wide
- * panels), then the items of the block compute C in one of two orders. One task runs these
+ * panels; a row-major op(B) of up to FILL_B_BYTES by the first tiles that read it, see
+ * fill_ok), then the items of the block compute C in one of two orders. One task runs these
  * items in order; several tasks run regions of C (gemm_run), each its own items in order,
  * so on any number of tasks the items below set the loop order, not the load balance:
  *   packed A, where the table asks for it (A transposed, or n of twice pack_a_panels B
@@ -505,6 +507,13 @@ typedef struct b_block {
     const float *b;
     size_t step, ld;
     int packed;
+    float *fill; /* packed: the block b, written where src != NULL */
+    /* packed and src != NULL: the full micropanels are not written yet; the first full
+       row (packed-A order) or the first full tile of each column (else) of the
+       macro-kernel packs them from src (op(B) row-major in place, rows ldsrc apart) into
+       the block as it computes (ukernel_row, ukernel_col) */
+    const float *src;
+    size_t ldsrc;
 } b_block;
 
 /* tile (ir, jr) of a macro-kernel: C(ir.., jr..) = alpha * A panel ir * B panel jr + beta C.
@@ -543,27 +552,31 @@ static inline void macro_tile(const qkv_gemm_kernels *g, int a_outer, size_t mc,
 static void macro_kernel(const qkv_gemm_kernels *g, int a_outer, size_t mc, size_t nc, size_t kc, float alpha,
                          const a_block *A, const b_block *B, float beta, float *c, size_t ldc)
 {
+    assert(B->src == NULL || (B->packed && mc >= g->mr && (a_outer || A->cs == 1 || A->cs == g->mr)));
     if (a_outer) {
-        /* the full tiles of a row panel in one ukernel_row call where A and B are packed */
+        /* the full tiles of a row panel in one ukernel_row call (A and B packed); the first
+           row packs the B micropanels where they are not yet */
         const size_t full = B->packed && A->rs == 1 && A->cs == g->mr ? nc / g->nr * g->nr : 0;
         for (size_t ir = 0; ir < mc; ir += g->mr) {
             size_t jr = 0;
             if (full != 0 && mc - ir >= g->mr) {
-                g->ukernel_row(full / g->nr, kc, A->a + ir * A->step, B->b, g->nr * B->step, c + ir * ldc, ldc, alpha,
-                               beta);
+                const int fill = ir == 0 && B->src != NULL;
+                g->ukernel_row(full / g->nr, kc, A->a + ir * A->step, B->fill, g->nr * B->step, c + ir * ldc, ldc, alpha,
+                               beta, fill ? B->src : NULL, B->ldsrc);
                 jr = full;
             }
             for (; jr < nc; jr += g->nr)
                 macro_tile(g, a_outer, mc, nc, kc, alpha, A, B, beta, c, ldc, ir, jr);
         }
     } else {
-        /* the full tiles of a column panel in one ukernel_col call where B is packed */
+        /* the full tiles of a column panel in one ukernel_col call where B is packed; the
+           first tile packs the B micropanel where it is not yet */
         const size_t full = B->packed ? mc / g->mr * g->mr : 0;
         for (size_t jr = 0; jr < nc; jr += g->nr) {
             size_t ir = 0;
             if (full != 0 && nc - jr >= g->nr) {
-                g->ukernel_col(full / g->mr, kc, A->a, A->rs, A->cs, g->mr * A->step, B->b + jr * B->step, c + jr, ldc,
-                               alpha, beta, full < mc);
+                g->ukernel_col(full / g->mr, kc, A->a, A->rs, A->cs, g->mr * A->step, B->fill + jr * B->step, c + jr,
+                               ldc, alpha, beta, full < mc, B->src != NULL ? B->src + jr : NULL, B->ldsrc);
                 ir = full;
             }
             for (; ir < mc; ir += g->mr)
@@ -590,6 +603,7 @@ typedef struct gemm_call {
                                           regions per row of them; reg_tn == 0: none */
     size_t own_tasks; /* the narrow order with op(B) packed by each task: the tasks (each a
                          run of row blocks); 0: op(B) packed once and shared */
+    int fill_b;       /* blocked_run: the first items pack the full B micropanels (fill_ok) */
 } gemm_call;
 
 /* B panels [j0 / NR, j0 / NR + B_PANELS) of the kc x nc block of op(B) at (pc, jc), packed
@@ -622,9 +636,10 @@ static void pack_b_narrow_item(void *ctx, size_t i, size_t slot)
 }
 
 /* rows [ic, ic + mc) x columns jc + [j0, j0 + cols) of C, depth [pc, pc + kc), the packed B
-   block of (jc, pc) at bp_block, workspace slot `slot` */
+   block of (jc, pc) at bp_block, workspace slot `slot`; fill: the item packs the full
+   micropanels of its columns of the block as its first tiles read them (blocked_run) */
 static void block_item(const gemm_call *cl, size_t ic, size_t mc, size_t j0, size_t cols, size_t pc, size_t kc,
-                       const float *bp_block, size_t slot)
+                       float *bp_block, size_t slot, int fill)
 {
     const size_t MR = cl->g->mr;
     /* In the packed-A order the item packs its rows of A (a transposed A would put each k
@@ -638,8 +653,9 @@ static void block_item(const gemm_call *cl, size_t ic, size_t mc, size_t j0, siz
     const float beta = pc == 0 ? cl->beta : 1.0f; /* later k blocks accumulate */
     float *c_ic = cl->c + ic * cl->ldc + cl->jc + j0;
     /* B in place (b_in_place_ok: A in place too): B(pc, jc + j0) at ldb, else the packed block */
-    const b_block B = cl->p.b_in_place ? (b_block){cl->b + pc * cl->ldb + cl->jc + j0, 1, cl->ldb, 0}
-                                       : (b_block){bp_block + j0 * kc, kc, cl->g->nr, 1};
+    b_block B = cl->p.b_in_place ? (b_block){cl->b + pc * cl->ldb + cl->jc + j0, 1, cl->ldb, 0, NULL, NULL, 0}
+                                 : (b_block){bp_block + j0 * kc, kc, cl->g->nr, 1, bp_block + j0 * kc,
+                                             fill ? cl->b + pc * cl->ldb + cl->jc + j0 : NULL, cl->ldb};
     if (cl->p.a_group == 0) {
         const a_block A = {a_ic, a_rs, a_cs, a_rs};
         macro_kernel(cl->g, 0, mc, cols, kc, cl->alpha, &A, &B, beta, c_ic, cl->ldc);
@@ -669,6 +685,7 @@ static void block_item(const gemm_call *cl, size_t ic, size_t mc, size_t j0, siz
                     __builtin_prefetch(a_ic + i * cl->lda + p, 0, 2);
         const a_block A = {ap, 1, MR, kc};
         macro_kernel(cl->g, cl->p.pack_a, rows, cols, kc, cl->alpha, &A, &B, beta, c_ic + ir * cl->ldc, cl->ldc);
+        B.src = NULL; /* packed by the first group */
     }
 }
 
@@ -682,7 +699,7 @@ static void compute_item(void *ctx, size_t item, size_t slot)
     if (j0 >= cl->nc)
         return; /* the last nc block may be narrower: fewer chunks */
     block_item(cl, ic, qkv_min(cl->p.b.mc, cl->m - ic), j0, qkv_min(cl->p.col_chunk, cl->nc - j0), cl->pc, cl->kc,
-               cl->w.bp, slot);
+               cl->w.bp, slot, cl->fill_b && i_blk == 0);
 }
 
 /* the narrow order, item i: ic block i over every pc block in order, all n columns */
@@ -692,7 +709,7 @@ static void narrow_item(void *ctx, size_t i, size_t slot)
     const size_t ic = i * cl->p.b.mc, mc = qkv_min(cl->p.b.mc, cl->m - ic);
     for (size_t pc = 0, q = 0; pc < cl->k; pc += cl->p.b.kc, q++)
         block_item(cl, ic, mc, 0, cl->n, pc, qkv_min(cl->p.b.kc, cl->k - pc),
-                   cl->w.bp + q * cl->p.b.kc * cl->p.b.nc, slot);
+                   cl->w.bp + q * cl->p.b.kc * cl->p.b.nc, slot, 0);
 }
 
 /* The narrow order on several tasks, task r of own_tasks: op(B) packed whole into the
@@ -729,16 +746,52 @@ static void row_item(void *ctx, size_t i, size_t slot)
                       cl->c + j0);
 }
 
-/* the (jc, pc) loops of the blocked path on one task: per block, B packed, then the items
-   of the plan, in order */
+/* B packed on the way. Where op(B) is row-major, the full B micropanels of a block are not
+   packed in a pass of their own: the first tiles that read each of them (the first row
+   panel of the first item in the packed-A order, ukernel_row; the first tile of each
+   column of the items of the first row block in the in-place order, ukernel_col) read it
+   in place and store each row they load into the block, two vector stores a k step beside
+   24 FMAs, where the pass copied it at the speed of the caches with the FMA pipes idle;
+   the other tiles read the packed block as before. A last panel under NR columns is still
+   packed first (qkv_gemm_pack_b: its zero padding). The items run in order on one task
+   (blocked_run; several tasks run regions, each its own blocked_run), so the items of the
+   first row block come before the others of their columns, and that block's first row
+   panel is a full one (m >= MR). Same values in the same micropanels, the same tiles:
+   the same bits. Only up to FILL_B_BYTES of op(B): a larger one comes from memory or L3,
+   where the tiles that fetch it wait on each row (a stride apart) while the pass had many
+   in flight. Intel Xeon, 15 rounds of calls alternated in one process, median of paired
+   ratios against the pass: AVX-512 one thread 256^3 1.024-1.036, 300^3 1.029-1.050, 512^3
+   1.024-1.033, 200 x 1000 x 500 1.019, 1000 x 500 x 500 1.012, 640^3 (1.6 MiB of B)
+   0.994, and without the limit 1024^3 0.986, 2048^3 0.979; two threads 256^3 1.06, 512^3
+   1.06, 300^3 1.07 (noisy); AVX2 one thread 256^3 1.024, 300^3 1.025, 512^3 1.018, 200 x
+   1000 x 500 1.029. Source prefetch 16 or 32 rows ahead instead of GEMM_PF_B_ROWS (8):
+   no difference (0.97-1.02). */
+enum { FILL_B_BYTES = 2 << 20 };
+
+static int fill_ok(const gemm_call *cl)
+{
+    return cl->tb == QKV_NOTRANS && !cl->p.b_in_place && cl->m >= cl->g->mr &&
+           (double)cl->k * (double)cl->n * sizeof(float) <= FILL_B_BYTES;
+}
+
+/* the (jc, pc) loops of the blocked path on one task: per block, B packed (or, fill_ok, its
+   last partial panel, the rest by the items), then the items of the plan, in order */
 static void blocked_run(gemm_call *cl)
 {
+    const size_t NR = cl->g->nr;
+    cl->fill_b = fill_ok(cl);
     for (cl->jc = 0; cl->jc < cl->n; cl->jc += cl->p.b.nc) {
         cl->nc = qkv_min(cl->p.b.nc, cl->n - cl->jc);
         for (cl->pc = 0; cl->pc < cl->k; cl->pc += cl->p.b.kc) {
             cl->kc = qkv_min(cl->p.b.kc, cl->k - cl->pc);
-            if (!cl->p.b_in_place)
+            if (cl->fill_b) { /* only a last panel under NR columns here, the rest as they are used */
+                const size_t full = cl->nc / NR * NR;
+                if (full < cl->nc)
+                    qkv_gemm_pack_b(cl->tb, cl->kc, cl->nc - full, cl->b + cl->pc * cl->ldb + cl->jc + full, cl->ldb,
+                                    NR, cl->w.bp + full * cl->kc);
+            } else if (!cl->p.b_in_place) {
                 qkv_parallel_for(NULL, b_groups(cl->g, cl->nc), pack_b_item, cl);
+            }
             qkv_parallel_for(NULL, cl->p.n_ic * cl->p.n_jr, compute_item, cl);
         }
     }
@@ -974,7 +1027,7 @@ qkv_status qkv_gemm_run(const qkv_gemm_kernels *g, const qkv_threadpool *tp, qkv
         return QKV_OK;
     }
     gemm_call cl = {g, ta, tb, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, make_plan(g, ta, lda, m, n, k),
-                    {NULL, NULL, NULL, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+                    {NULL, NULL, NULL, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     const qkv_threadpool *pool = cl.p.parallel ? tp : NULL;
     if (cl.p.narrow && pool != NULL)
         narrow_rows_for(g, m, pool->n_threads, &cl.p);

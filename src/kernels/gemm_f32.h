@@ -83,12 +83,16 @@
    (an edge panel of a few columns costs half a tile, not a whole one, where NV = 2).
    PF_B = 1: a packed B micropanel (ukernel), asked for GEMM_PF_B_ROWS k steps ahead;
    PF_B = 0: B in place (ukernel_sup: small problems, whose B stays in L1; there the
-   prefetches only took load slots: AVX-512 64^3 took 7-9% longer with them, bench_ab). */
-static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MRT, const int EDGE, const int ROWS_IN_PLACE, const int PF_B, size_t nc, size_t k,
-                                                                    const float *restrict a, size_t rs_a, size_t cs_a,
-                                                                    const float *restrict b, size_t ldb,
-                                                                    float *restrict c, size_t ldc, float alpha,
-                                                                    float beta, const float *c_next)
+   prefetches only took load slots: AVX-512 64^3 took 7-9% longer with them, bench_ab).
+   PACK = 1 (full tiles, EDGE = 0): B read in place at ldb (prefetched as with PF_B) and
+   each row of it stored as loaded into the packed micropanel at bp (ukernel_row and
+   ukernel_col with b_src); gemm_tile: PACK = 0. */
+static inline __attribute__((always_inline)) void QKV_FN(gemm_tile_x)(const int MRT, const int EDGE, const int ROWS_IN_PLACE, const int PF_B, size_t nc, size_t k,
+                                                                      const float *restrict a, size_t rs_a, size_t cs_a,
+                                                                      const float *restrict b, size_t ldb,
+                                                                      float *restrict c, size_t ldc, float alpha,
+                                                                      float beta, const float *c_next, const int PACK,
+                                                                      float *restrict bp)
 {
     const int NVT = EDGE == 2 ? 1 : GEMM_NV; /* vectors computed per row */
     size_t w[GEMM_NV]; /* valid lanes of each column vector */
@@ -140,6 +144,12 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MR
         for (int v = 0; v < NVT; v++)
             bv[v] = !EDGE ? vf_load(b + v * VL) : w[v] == VL ? vf_load(b + v * VL)
                           : w[v] > 0 ? vf_load_n(b + v * VL, w[v], 0.0f) : vf_zero();
+        if (PACK) { /* the row of B just loaded, into its packed micropanel */
+            GEMM_UNROLL
+            for (int v = 0; v < GEMM_NV; v++)
+                vf_store(bp + v * VL, bv[v]);
+            bp += GEMM_NR;
+        }
 #ifdef VF_FMA_LANE
         /* VL values of A per register, FMAs by lane: a column of A (rs_a = 1, whole
            groups) is one load per group, rows in place a broadcast and lane inserts */
@@ -202,6 +212,17 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MR
     }
 }
 
+/* the tile, B read where it is (no packing on the side) */
+static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MRT, const int EDGE, const int ROWS_IN_PLACE, const int PF_B, size_t nc, size_t k,
+                                                                    const float *restrict a, size_t rs_a, size_t cs_a,
+                                                                    const float *restrict b, size_t ldb,
+                                                                    float *restrict c, size_t ldc, float alpha,
+                                                                    float beta, const float *c_next)
+{
+    QKV_FN(gemm_tile_x)(MRT, EDGE, ROWS_IN_PLACE, PF_B, nc, k, a, rs_a, cs_a, b, ldb, c, ldc, alpha, beta, c_next, 0,
+                        NULL);
+}
+
 static void QKV_FN(gemm_ukernel)(size_t k, const float *restrict a, size_t rs_a, size_t cs_a, const float *restrict b,
                                  float *restrict c, size_t ldc, float alpha, float beta, const float *c_next)
 {
@@ -221,36 +242,57 @@ static void QKV_FN(gemm_ukernel)(size_t k, const float *restrict a, size_t rs_a,
 }
 
 /* a row of full tiles over one packed A micropanel (kernels.h): each tile is ukernel's
-   packed case, inlined into the loop over the tiles */
-static void QKV_FN(gemm_ukernel_row)(size_t tiles, size_t k, const float *restrict a, const float *restrict b,
-                                     size_t b_step, float *restrict c, size_t ldc, float alpha, float beta)
+   packed case, inlined into the loop over the tiles; with b_src, the tile reads its rows of
+   B there (ldb apart) and stores each into its packed micropanel as it goes */
+static void QKV_FN(gemm_ukernel_row)(size_t tiles, size_t k, const float *restrict a, float *restrict b, size_t b_step,
+                                     float *restrict c, size_t ldc, float alpha, float beta,
+                                     const float *restrict b_src, size_t ldb)
 {
     assert(tiles >= 1 && k >= 1 && a != NULL && b != NULL && c != NULL && ldc >= tiles * GEMM_NR);
-    for (size_t t = 0; t < tiles; t++)
-        QKV_FN(gemm_tile)(GEMM_MR, 0, 0, 1, GEMM_NR, k, a, 1, GEMM_MR, b + t * b_step, GEMM_NR, c + t * GEMM_NR, ldc,
-                          alpha, beta, NULL);
+    if (b_src != NULL)
+        for (size_t t = 0; t < tiles; t++)
+            QKV_FN(gemm_tile_x)(GEMM_MR, 0, 0, 1, GEMM_NR, k, a, 1, GEMM_MR, b_src + t * GEMM_NR, ldb, c + t * GEMM_NR,
+                                ldc, alpha, beta, NULL, 1, b + t * b_step);
+    else
+        for (size_t t = 0; t < tiles; t++)
+            QKV_FN(gemm_tile)(GEMM_MR, 0, 0, 1, GEMM_NR, k, a, 1, GEMM_MR, b + t * b_step, GEMM_NR, c + t * GEMM_NR,
+                              ldc, alpha, beta, NULL);
 }
 
-/* a column of full tiles over one packed B micropanel (kernels.h): each tile is ukernel's
-   case for its A layout, inlined into the loop over the tiles */
+/* a column of full tiles over one B micropanel (kernels.h): each tile is ukernel's case for
+   its A layout, inlined into the loop over the tiles; with b_src, the first tile reads the
+   rows of B there (ldb apart) and stores each into the micropanel b, which the others read */
 static void QKV_FN(gemm_ukernel_col)(size_t tiles, size_t k, const float *restrict a, size_t rs_a, size_t cs_a,
-                                     size_t a_step, const float *restrict b, float *restrict c, size_t ldc, float alpha,
-                                     float beta, int more)
+                                     size_t a_step, float *restrict b, float *restrict c, size_t ldc, float alpha,
+                                     float beta, int more, const float *restrict b_src, size_t ldb)
 {
     assert(tiles >= 1 && k >= 1 && a != NULL && b != NULL && c != NULL && ldc >= GEMM_NR);
     const size_t c_step = GEMM_MR * ldc;
-    if (rs_a == 1 && cs_a == GEMM_MR)
-        for (size_t t = 0; t < tiles; t++)
+    size_t t = 0;
+    if (rs_a == 1 && cs_a == GEMM_MR) {
+        if (b_src != NULL) {
+            QKV_FN(gemm_tile_x)(GEMM_MR, 0, 0, 1, GEMM_NR, k, a, 1, GEMM_MR, b_src, ldb, c, ldc, alpha, beta,
+                                tiles > 1 || more ? c + c_step : NULL, 1, b);
+            t = 1;
+        }
+        for (; t < tiles; t++)
             QKV_FN(gemm_tile)(GEMM_MR, 0, 0, 1, GEMM_NR, k, a + t * a_step, 1, GEMM_MR, b, GEMM_NR, c + t * c_step,
                               ldc, alpha, beta, t + 1 < tiles || more ? c + (t + 1) * c_step : NULL);
-    else if (cs_a == 1)
-        for (size_t t = 0; t < tiles; t++)
+    } else if (cs_a == 1) {
+        if (b_src != NULL) {
+            QKV_FN(gemm_tile_x)(GEMM_MR, 0, 1, 1, GEMM_NR, k, a, rs_a, 1, b_src, ldb, c, ldc, alpha, beta,
+                                tiles > 1 || more ? c + c_step : NULL, 1, b);
+            t = 1;
+        }
+        for (; t < tiles; t++)
             QKV_FN(gemm_tile)(GEMM_MR, 0, 1, 1, GEMM_NR, k, a + t * a_step, rs_a, 1, b, GEMM_NR, c + t * c_step, ldc,
                               alpha, beta, t + 1 < tiles || more ? c + (t + 1) * c_step : NULL);
-    else
-        for (size_t t = 0; t < tiles; t++)
+    } else {
+        assert(b_src == NULL);
+        for (; t < tiles; t++)
             QKV_FN(gemm_ukernel)(k, a + t * a_step, rs_a, cs_a, b, c + t * c_step, ldc, alpha, beta,
                                  t + 1 < tiles || more ? c + (t + 1) * c_step : NULL);
+    }
 }
 
 /* B in place (kernels.h): one instance per row count, full or masked columns. Rows of A in
