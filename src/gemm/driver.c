@@ -213,8 +213,9 @@ enum {
     NARROW_COLS = 128,        /* the narrow order: n at most this, */
     NARROW_B_BYTES = 4 << 20, /* and the whole packed op(B) at most this */
     NARROW_OWN_BYTES = 1 << 20, /* on several tasks, each packs its own op(B) up to this */
-    B_IN_PLACE_LDB = 1024       /* B read in place: ldb at most this (and m at most the
+    B_IN_PLACE_LDB = 1024,      /* B read in place: ldb at most this (and m at most the
                                    table's b_in_place_rows) */
+    FILL_B_BYTES = 2 << 20      /* B packed on the way up to this much of op(B) (fill_ok) */
 };
 
 typedef struct gemm_plan {
@@ -766,8 +767,6 @@ static void row_item(void *ctx, size_t i, size_t slot)
    1.06, 300^3 1.07 (noisy); AVX2 one thread 256^3 1.024, 300^3 1.025, 512^3 1.018, 200 x
    1000 x 500 1.029. Source prefetch 16 or 32 rows ahead instead of GEMM_PF_B_ROWS (8):
    no difference (0.97-1.02). */
-enum { FILL_B_BYTES = 2 << 20 };
-
 static int fill_ok(const gemm_call *cl)
 {
     return cl->tb == QKV_NOTRANS && !cl->p.b_in_place && cl->m >= cl->g->mr &&
@@ -805,7 +804,8 @@ static void blocked_run(gemm_call *cl)
    every element sees the same ukernel calls in the same pc order: the same bits on any
    number of tasks. The grid makes the costliest region cheapest, counting its multiply-adds
    and PACK_COST of them per float it packs (B: its columns over all k; A, where packed:
-   its rows over all k, once per NC block of its columns). A region of n / 2 columns packs
+   its rows over all k, once per NC block of its columns; B packed on the way, fill_ok, a
+   quarter of that: FILL_COST_DIV). A region of n / 2 columns packs
    all of A, where the shared block of B it replaces had the tasks wait for each other twice
    per (jc, pc) block (the B phase, then the items): against those items, two threads on an
    Intel Xeon, 21 rounds of calls alternated in one process, medians: AVX-512 256^3 124 ->
@@ -814,6 +814,13 @@ static void blocked_run(gemm_call *cl)
    256^3 182 -> 170 us, 512^3 1.38 -> 1.34 ms, 1024^3 11.7 -> 11.0 ms, 1024 x 1024 x 64 NT
    760 -> 738 us, 300 x 1000 x 500 1.75 -> 1.52 ms. One thread runs the same code as
    before. */
+/* a float of B packed on the way (fill_ok) against one packed in a pass, in the grid's cost:
+   two stores beside the tiles' FMAs instead of a copy at the speed of the caches. With the
+   pass's cost, 300^3 on two threads took column halves (each task packing all of A) over
+   row halves (each all of B); with a quarter, row halves: Intel Xeon, AVX-512, 15 rounds of
+   calls alternated in one process, median of paired ratios 300^3 1.086 [1.070 1.092], 512^3,
+   256^3, 640^3, 1024^3, 200 x 1000 x 500 and 1000 x 500 x 500 1.000-1.008 */
+#define FILL_COST_DIV 0.25
 enum {
     REGION_MACS = 1 << 20, /* multiply-adds a region has at least (half of PARALLEL_FLOPS) */
     PACK_COST = 10         /* multiply-adds a packed float costs, about (a 256 x 256 block of
@@ -829,7 +836,10 @@ static void grid_for(gemm_call *cl, size_t tasks)
     for (size_t tm = 1; tm <= qkv_min(tasks, mp); tm++) {
         const size_t tn = qkv_min(tasks / tm, np);
         const size_t rows = qkv_min(cl->m, (mp + tm - 1) / tm * MR), cols = qkv_min(cl->n, (np + tn - 1) / tn * NR);
-        const double packed = k * (double)cols + (cl->p.a_group ? (double)rows * k * (double)((cols + nc - 1) / nc) : 0);
+        /* B packed on the way (fill_ok for the region) costs the tiles a fraction of the pass */
+        const int fills = cl->tb == QKV_NOTRANS && rows >= MR && k * (double)cols * sizeof(float) <= FILL_B_BYTES;
+        const double packed = (fills ? FILL_COST_DIV : 1.0) * k * (double)cols +
+                              (cl->p.a_group ? (double)rows * k * (double)((cols + nc - 1) / nc) : 0);
         const double cost = (double)rows * (double)cols * k + PACK_COST * packed;
         if (best < 0 || cost < best) {
             best = cost;
