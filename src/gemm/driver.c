@@ -763,9 +763,11 @@ static void row_item(void *ctx, size_t i, size_t slot)
    in flight. Intel Xeon, 15 rounds of calls alternated in one process, median of paired
    ratios against the pass: AVX-512 one thread 256^3 1.024-1.036, 300^3 1.029-1.050, 512^3
    1.024-1.033, 200 x 1000 x 500 1.019, 1000 x 500 x 500 1.012, 640^3 (1.6 MiB of B)
-   0.994, and without the limit 1024^3 0.986, 2048^3 0.979; two threads 256^3 1.06, 512^3
-   1.06, 300^3 1.07 (noisy); AVX2 one thread 256^3 1.024, 300^3 1.025, 512^3 1.018, 200 x
-   1000 x 500 1.029. Source prefetch 16 or 32 rows ahead instead of GEMM_PF_B_ROWS (8):
+   0.994, and without the limit 1024^3 0.986, 2048^3 0.979; AVX2 one thread 256^3 1.024,
+   300^3 1.025, 512^3 1.018, 200 x 1000 x 500 1.029. On two threads, with the row and
+   column calls and FILL_COST_DIV below, against the build before all three (samples of
+   about 2 GFLOP, so that the idle pool's spinning worker does not weigh): 256^3 1.049,
+   300^3 1.096, 512^3 1.027, 1024 x 1024 x 64 NT 1.028, 1024^3 1.008. Source prefetch 16 or 32 rows ahead instead of GEMM_PF_B_ROWS (8):
    no difference (0.97-1.02). */
 static int fill_ok(const gemm_call *cl)
 {
