@@ -769,10 +769,14 @@ static void row_item(void *ctx, size_t i, size_t slot)
    about 2 GFLOP, so that the idle pool's spinning worker does not weigh): 256^3 1.049,
    300^3 1.096, 512^3 1.027, 1024 x 1024 x 64 NT 1.028, 1024^3 1.008. Source prefetch 16 or 32 rows ahead instead of GEMM_PF_B_ROWS (8):
    no difference (0.97-1.02). */
+static int fill_shape_ok(const qkv_gemm_kernels *g, qkv_trans tb, size_t m, size_t n, size_t k)
+{
+    return tb == QKV_NOTRANS && m >= g->mr && (double)k * (double)n * sizeof(float) <= FILL_B_BYTES;
+}
+
 static int fill_ok(const gemm_call *cl)
 {
-    return cl->tb == QKV_NOTRANS && !cl->p.b_in_place && cl->m >= cl->g->mr &&
-           (double)cl->k * (double)cl->n * sizeof(float) <= FILL_B_BYTES;
+    return !cl->p.b_in_place && fill_shape_ok(cl->g, cl->tb, cl->m, cl->n, cl->k);
 }
 
 /* the (jc, pc) loops of the blocked path on one task: per block, B packed (or, fill_ok, its
@@ -839,7 +843,7 @@ static void grid_for(gemm_call *cl, size_t tasks)
         const size_t tn = qkv_min(tasks / tm, np);
         const size_t rows = qkv_min(cl->m, (mp + tm - 1) / tm * MR), cols = qkv_min(cl->n, (np + tn - 1) / tn * NR);
         /* B packed on the way (fill_ok for the region) costs the tiles a fraction of the pass */
-        const int fills = cl->tb == QKV_NOTRANS && rows >= MR && k * (double)cols * sizeof(float) <= FILL_B_BYTES;
+        const int fills = fill_shape_ok(cl->g, cl->tb, rows, cols, cl->k);
         const double packed = (fills ? FILL_COST_DIV : 1.0) * k * (double)cols +
                               (cl->p.a_group ? (double)rows * k * (double)((cols + nc - 1) / nc) : 0);
         const double cost = (double)rows * (double)cols * k + PACK_COST * packed;
