@@ -259,39 +259,43 @@ static void QKV_FN(gemm_ukernel_row)(size_t tiles, size_t k, const float *restri
                               ldc, alpha, beta, NULL);
 }
 
-/* a column of full tiles over one B micropanel (kernels.h): each tile is ukernel's case for
-   its A layout, inlined into the loop over the tiles; with b_src, the first tile reads the
-   rows of B there (ldb apart) and stores each into the micropanel b, which the others read */
+/* a column of full tiles over one B micropanel (kernels.h), A packed (ROWS = 0: rs 1, cs MR)
+   or rows of A in place (ROWS = 1: rs rs_a, cs 1), the tile inlined into the loop; with
+   b_src, the first tile reads the rows of B there (ldb apart) and stores each into the
+   micropanel b, which the others read */
+static inline __attribute__((always_inline)) void QKV_FN(gemm_col_tiles)(const int ROWS, size_t tiles, size_t k,
+                                                                         const float *restrict a, size_t rs_a,
+                                                                         size_t a_step, float *restrict b,
+                                                                         float *restrict c, size_t ldc, float alpha,
+                                                                         float beta, int more,
+                                                                         const float *restrict b_src, size_t ldb)
+{
+    const size_t c_step = GEMM_MR * ldc, rs = ROWS ? rs_a : 1, cs = ROWS ? 1 : GEMM_MR;
+    size_t t = 0;
+    if (b_src != NULL) {
+        QKV_FN(gemm_tile_x)(GEMM_MR, 0, ROWS, 1, GEMM_NR, k, a, rs, cs, b_src, ldb, c, ldc, alpha, beta,
+                            tiles > 1 || more ? c + c_step : NULL, 1, b);
+        t = 1;
+    }
+    for (; t < tiles; t++)
+        QKV_FN(gemm_tile)(GEMM_MR, 0, ROWS, 1, GEMM_NR, k, a + t * a_step, rs, cs, b, GEMM_NR, c + t * c_step, ldc,
+                          alpha, beta, t + 1 < tiles || more ? c + (t + 1) * c_step : NULL);
+}
+
 static void QKV_FN(gemm_ukernel_col)(size_t tiles, size_t k, const float *restrict a, size_t rs_a, size_t cs_a,
                                      size_t a_step, float *restrict b, float *restrict c, size_t ldc, float alpha,
                                      float beta, int more, const float *restrict b_src, size_t ldb)
 {
     assert(tiles >= 1 && k >= 1 && a != NULL && b != NULL && c != NULL && ldc >= GEMM_NR);
-    const size_t c_step = GEMM_MR * ldc;
-    size_t t = 0;
     if (rs_a == 1 && cs_a == GEMM_MR) {
-        if (b_src != NULL) {
-            QKV_FN(gemm_tile_x)(GEMM_MR, 0, 0, 1, GEMM_NR, k, a, 1, GEMM_MR, b_src, ldb, c, ldc, alpha, beta,
-                                tiles > 1 || more ? c + c_step : NULL, 1, b);
-            t = 1;
-        }
-        for (; t < tiles; t++)
-            QKV_FN(gemm_tile)(GEMM_MR, 0, 0, 1, GEMM_NR, k, a + t * a_step, 1, GEMM_MR, b, GEMM_NR, c + t * c_step,
-                              ldc, alpha, beta, t + 1 < tiles || more ? c + (t + 1) * c_step : NULL);
+        QKV_FN(gemm_col_tiles)(0, tiles, k, a, rs_a, a_step, b, c, ldc, alpha, beta, more, b_src, ldb);
     } else if (cs_a == 1) {
-        if (b_src != NULL) {
-            QKV_FN(gemm_tile_x)(GEMM_MR, 0, 1, 1, GEMM_NR, k, a, rs_a, 1, b_src, ldb, c, ldc, alpha, beta,
-                                tiles > 1 || more ? c + c_step : NULL, 1, b);
-            t = 1;
-        }
-        for (; t < tiles; t++)
-            QKV_FN(gemm_tile)(GEMM_MR, 0, 1, 1, GEMM_NR, k, a + t * a_step, rs_a, 1, b, GEMM_NR, c + t * c_step, ldc,
-                              alpha, beta, t + 1 < tiles || more ? c + (t + 1) * c_step : NULL);
-    } else {
+        QKV_FN(gemm_col_tiles)(1, tiles, k, a, rs_a, a_step, b, c, ldc, alpha, beta, more, b_src, ldb);
+    } else { /* any other layout: ukernel's own dispatch per tile (the driver packs B first) */
         assert(b_src == NULL);
-        for (; t < tiles; t++)
-            QKV_FN(gemm_ukernel)(k, a + t * a_step, rs_a, cs_a, b, c + t * c_step, ldc, alpha, beta,
-                                 t + 1 < tiles || more ? c + (t + 1) * c_step : NULL);
+        for (size_t t = 0; t < tiles; t++)
+            QKV_FN(gemm_ukernel)(k, a + t * a_step, rs_a, cs_a, b, c + t * GEMM_MR * ldc, ldc, alpha, beta,
+                                 t + 1 < tiles || more ? c + (t + 1) * GEMM_MR * ldc : NULL);
     }
 }
 
