@@ -600,8 +600,8 @@ typedef struct gemm_call {
     gemm_ws w;
     size_t jc, nc, pc, kc;
     size_t row_cols; /* m == 1: output columns per item of this run (gemm_run) */
-    size_t reg_rows, reg_cols, reg_tn; /* regions (grid_for): rows and columns of each, and
-                                          regions per row of them; reg_tn == 0: none */
+    size_t reg_tm, reg_tn; /* regions (grid_for): tm row parts x tn column parts, region r at
+                              (r / tn, r % tn) (part_of); reg_tn == 0: none */
     size_t own_tasks; /* the narrow order with op(B) packed by each task: the tasks (each a
                          run of row blocks); 0: op(B) packed once and shared */
     int fill_b;       /* blocked_run: the first items pack the full B micropanels (fill_ok) */
@@ -829,46 +829,71 @@ static void blocked_run(gemm_call *cl)
 #define FILL_COST_DIV 0.25
 enum {
     REGION_MACS = 1 << 20, /* multiply-adds a region has at least (half of PARALLEL_FLOPS) */
-    PACK_COST = 10         /* multiply-adds a packed float costs, about (a 256 x 256 block of
+    PACK_COST = 10,        /* multiply-adds a packed float costs, about (a 256 x 256 block of
                               B packs in 7 us, the 12 x 32 tile's 256^3 takes 186 us) */
+    PACK_A_ROWS_COST = 30  /* the same for a row-major A, transposed into its micropanels */
 };
+
+/* part i of `parts` of the `len` rows or columns, in whole panels of `w` (MR or NR): panels
+   [ceil(i panels / parts), ceil((i + 1) panels / parts)), so that the parts differ by one
+   panel at most, the longer ones first (the caller's task starts on part 0 while a worker
+   is still waking), none is empty where parts <= panels, and only the last holds a
+   partial panel (an edge tile only at an edge of C) */
+static void part_of(size_t len, size_t w, size_t parts, size_t i, size_t *start, size_t *count)
+{
+    const size_t panels = (len + w - 1) / w;
+    *start = (i * panels + parts - 1) / parts * w;
+    *count = qkv_min(len, ((i + 1) * panels + parts - 1) / parts * w) - *start;
+}
+
+/* the longest of the parts */
+static size_t longest_part(size_t len, size_t w, size_t parts)
+{
+    size_t most = 0;
+    for (size_t i = 0, s, c; i < parts; i++) {
+        part_of(len, w, parts, i, &s, &c);
+        most = qkv_max(most, c);
+    }
+    return most;
+}
 
 static void grid_for(gemm_call *cl, size_t tasks)
 {
     const size_t MR = cl->g->mr, NR = cl->g->nr, mp = (cl->m + MR - 1) / MR, np = (cl->n + NR - 1) / NR;
     const size_t nc = qkv_min(cl->p.b.nc, qkv_gemm_blocking_of(cl->g).nc_l2);
     const double k = (double)cl->k;
+    /* a float of A costs a copy where A is transposed, a transpose where it is row-major */
+    const double a_cost = cl->ta == QKV_TRANS ? PACK_COST : PACK_A_ROWS_COST;
     double best = -1.0;
     for (size_t tm = 1; tm <= qkv_min(tasks, mp); tm++) {
         const size_t tn = qkv_min(tasks / tm, np);
-        const size_t rows = qkv_min(cl->m, (mp + tm - 1) / tm * MR), cols = qkv_min(cl->n, (np + tn - 1) / tn * NR);
+        const size_t rows = longest_part(cl->m, MR, tm), cols = longest_part(cl->n, NR, tn);
         /* B packed on the way (fill_ok for the region) costs the tiles a fraction of the pass */
         const int fills = fill_shape_ok(cl->g, cl->tb, rows, cols, cl->k);
-        const double packed = (fills ? FILL_COST_DIV : 1.0) * k * (double)cols +
-                              (cl->p.a_group ? (double)rows * k * (double)((cols + nc - 1) / nc) : 0);
-        const double cost = (double)rows * (double)cols * k + PACK_COST * packed;
+        const double packed_b = (fills ? FILL_COST_DIV : 1.0) * k * (double)cols;
+        const double packed_a = cl->p.a_group ? (double)rows * k * (double)((cols + nc - 1) / nc) : 0;
+        const double cost = (double)rows * (double)cols * k + PACK_COST * packed_b + a_cost * packed_a;
         if (best < 0 || cost < best) {
             best = cost;
-            cl->reg_rows = qkv_round_up(rows, MR);
-            cl->reg_cols = qkv_round_up(cols, NR);
+            cl->reg_tm = tm;
+            cl->reg_tn = tn;
         }
     }
-    cl->reg_tn = (cl->n + cl->reg_cols - 1) / cl->reg_cols;
 }
 
 static size_t regions_of(const gemm_call *cl)
 {
-    return (cl->m + cl->reg_rows - 1) / cl->reg_rows * cl->reg_tn;
+    return cl->reg_tm * cl->reg_tn;
 }
 
 /* region r, on the task's slot */
 static void region_item(void *ctx, size_t r, size_t slot)
 {
     const gemm_call *cl = ctx;
-    const size_t i0 = r / cl->reg_tn * cl->reg_rows, j0 = r % cl->reg_tn * cl->reg_cols;
+    size_t i0, j0;
     gemm_call sub = *cl;
-    sub.m = qkv_min(cl->reg_rows, cl->m - i0);
-    sub.n = qkv_min(cl->reg_cols, cl->n - j0);
+    part_of(cl->m, cl->g->mr, cl->reg_tm, r / cl->reg_tn, &i0, &sub.m);
+    part_of(cl->n, cl->g->nr, cl->reg_tn, r % cl->reg_tn, &j0, &sub.n);
     sub.a = cl->ta == QKV_TRANS ? cl->a + i0 : cl->a + i0 * cl->lda;
     sub.b = cl->tb == QKV_TRANS ? cl->b + j0 * cl->ldb : cl->b + j0;
     sub.c = cl->c + i0 * cl->ldc + j0;
@@ -1043,7 +1068,7 @@ qkv_status qkv_gemm_run(const qkv_gemm_kernels *g, const qkv_threadpool *tp, qkv
         return QKV_OK;
     }
     gemm_call cl = {g, ta, tb, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, make_plan(g, ta, lda, m, n, k),
-                    {NULL, NULL, NULL, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+                    {NULL, NULL, NULL, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     const qkv_threadpool *pool = cl.p.parallel ? tp : NULL;
     if (cl.p.narrow && pool != NULL)
         narrow_rows_for(g, m, pool->n_threads, &cl.p);
