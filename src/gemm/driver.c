@@ -831,8 +831,22 @@ enum {
     REGION_MACS = 1 << 20, /* multiply-adds a region has at least (half of PARALLEL_FLOPS) */
     PACK_COST = 10,        /* multiply-adds a packed float costs, about (a 256 x 256 block of
                               B packs in 7 us, the 12 x 32 tile's 256^3 takes 186 us) */
-    PACK_A_ROWS_COST = 30  /* the same for a row-major A, transposed into its micropanels */
+    PACK_A_ROWS_COST = 30  /* the same for a row-major A, transposed into its micropanels
+                              (below) */
 };
+/* PACK_A_ROWS_COST: a row-major A goes through 4 x 4 transposes into its micropanels, which
+   the profile puts at about 18 multiply-adds a float (512^3, one thread: qkv_gemm_pack_a
+   3.5% of the time); in two-thread runs a task that packs all of A (column halves) lost
+   more than that to one that packs half of it and all of B on the way (row halves), and 30
+   is what orders the measured grids right. With the copy's cost and equal parts of
+   ceil(panels / parts) the grid cut 512^3 (43 row panels: 264 + 248 rows) and 1024 x 1024
+   x 64 NT into column halves. Now, with the parts of part_of: Intel Xeon, AVX-512, two
+   threads, 21 rounds of calls alternated in one process, median of paired ratios [quartiles]
+   against the former grid: 1024 x 1024 x 64 NT 1.065 [1.031 1.099], 512^3 1.042 [1.029
+   1.060], 640^3 1.030 [1.011 1.060]; 4096 x 4096 x 64 NT, 2048^3, 1024^3, 1000 x 500 x 500,
+   300^3, 300 x 400 x 200, 256^3 and 200 x 1000 x 500 0.99-1.01 (the grids that stayed). A
+   row-major A read in place (AVX2 here, the AVX-512 in-place order) packs nothing and
+   costs nothing. */
 
 /* part i of `parts` of the `len` rows or columns, in whole panels of `w` (MR or NR): panels
    [ceil(i panels / parts), ceil((i + 1) panels / parts)), so that the parts differ by one
