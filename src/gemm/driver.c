@@ -840,20 +840,21 @@ enum {
    more than that to one that packs half of it and all of B on the way (row halves), and 30
    is what orders the measured grids right. With the copy's cost and equal parts of
    ceil(panels / parts) the grid cut 512^3 (43 row panels: 264 + 248 rows) and 1024 x 1024
-   x 64 NT into column halves. Now, with the parts of part_of: Intel Xeon, AVX-512, two
-   threads, 21 rounds of calls alternated in one process, median of paired ratios [quartiles]
-   against the former grid: 1024 x 1024 x 64 NT 1.065 [1.031 1.099], 512^3 1.042 [1.029
+   x 64 NT into column halves. With this cost (and parts of ceil(panels / parts) panels, as
+   then): Intel Xeon, AVX-512, two threads, 21 rounds of calls alternated in one process,
+   median of paired ratios [quartiles] against the former grid: 1024 x 1024 x 64 NT 1.065 [1.031 1.099], 512^3 1.042 [1.029
    1.060], 640^3 1.030 [1.011 1.060]; 4096 x 4096 x 64 NT, 2048^3, 1024^3, 1000 x 500 x 500,
    300^3, 300 x 400 x 200, 256^3 and 200 x 1000 x 500 0.99-1.01 (the grids that stayed). A
    row-major A read in place (AVX2 here, the AVX-512 in-place order) packs nothing and
    costs nothing. */
 
 /* part i of `parts` of the `len` rows or columns, cut at whole panels of `w` (MR or NR):
-   part i starts at i len / parts rounded to the nearest panel boundary (halves up), so
-   that the longest part exceeds len / parts by half a panel at most, of two parts equal
-   but for a panel the longer comes first (the caller's task starts on part 0 while a
-   worker is still waking), and only the last holds a partial panel (an edge tile only at
-   an edge of C). No part is empty where len / parts >= w (grid_for). Against parts of
+   part i starts at i len / parts rounded to the nearest panel boundary, so that the
+   longest part exceeds len / parts by half a panel at most; a boundary halfway between two
+   rounds up, so of two parts that can only differ by a panel the longer comes first (the
+   caller's task starts on part 0 while a worker is still waking: 300 x 400 x 200, 25 row
+   panels, ran 0.96x with 144 + 156 rows against 156 + 144); only the last part holds a
+   partial panel (an edge tile only at an edge of C). No part is empty where len / parts >= w (grid_for). Against parts of
    ceil(panels / parts) panels, 512^3 on two threads (AVX-512: 42 full row panels and one
    of 8 rows) went from 264 + 248 rows to 252 + 260: perf put 3.7% of the worker's samples
    waiting before, 0.7% of the worker's and 2.7% of the caller's after; calls alternated in
