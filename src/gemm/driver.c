@@ -767,8 +767,8 @@ static void row_item(void *ctx, size_t i, size_t slot)
    300^3 1.025, 512^3 1.018, 200 x 1000 x 500 1.029. On two threads, with the row and
    column calls and FILL_COST_DIV below, against the build before all three (samples of
    about 2 GFLOP, so that the idle pool's spinning worker does not weigh): 256^3 1.049,
-   300^3 1.096, 512^3 1.027, 1024 x 1024 x 64 NT 1.028, 1024^3 1.008. Source prefetch 16 or 32 rows ahead instead of GEMM_PF_B_ROWS (8):
-   no difference (0.97-1.02). */
+   300^3 1.096, 512^3 1.027, 1024 x 1024 x 64 NT 1.028, 1024^3 1.008. Source prefetch 16
+   or 32 rows ahead instead of GEMM_PF_B_ROWS (8): no difference (0.97-1.02). */
 static int fill_shape_ok(const qkv_gemm_kernels *g, qkv_trans tb, size_t m, size_t n, size_t k)
 {
     return tb == QKV_NOTRANS && m >= g->mr && (double)k * (double)n * sizeof(float) <= FILL_B_BYTES;
@@ -842,8 +842,9 @@ enum {
    ceil(panels / parts) the grid cut 512^3 (43 row panels: 264 + 248 rows) and 1024 x 1024
    x 64 NT into column halves. With this cost (and parts of ceil(panels / parts) panels, as
    then): Intel Xeon, AVX-512, two threads, 21 rounds of calls alternated in one process,
-   median of paired ratios [quartiles] against the former grid: 1024 x 1024 x 64 NT 1.065 [1.031 1.099], 512^3 1.042 [1.029
-   1.060], 640^3 1.030 [1.011 1.060]; 4096 x 4096 x 64 NT, 2048^3, 1024^3, 1000 x 500 x 500,
+   median of paired ratios [quartiles] against the former grid: 1024 x 1024 x 64 NT 1.065
+   [1.031 1.099], 512^3 1.042 [1.029 1.060], 640^3 1.030 [1.011 1.060]; 4096 x 4096 x 64
+   NT, 2048^3, 1024^3, 1000 x 500 x 500,
    300^3, 300 x 400 x 200, 256^3 and 200 x 1000 x 500 0.99-1.01 (the grids that stayed). A
    row-major A read in place (AVX2 here, the AVX-512 in-place order) packs nothing and
    costs nothing. */
@@ -854,17 +855,21 @@ enum {
    rounds up, so of two parts that can only differ by a panel the longer comes first (the
    caller's task starts on part 0 while a worker is still waking: 300 x 400 x 200, 25 row
    panels, ran 0.96x with 144 + 156 rows against 156 + 144); only the last part holds a
-   partial panel (an edge tile only at an edge of C). No part is empty where len / parts >= w (grid_for). Against parts of
-   ceil(panels / parts) panels, 512^3 on two threads (AVX-512: 42 full row panels and one
+   partial panel (an edge tile only at an edge of C). No part is empty where len / parts >=
+   w (grid_for). Against parts of ceil(panels / parts) panels, 512^3 on two threads (AVX-512: 42 full row panels and one
    of 8 rows) went from 264 + 248 rows to 252 + 260: perf put 3.7% of the worker's samples
    waiting before, 0.7% of the worker's and 2.7% of the caller's after; calls alternated in
    one process, 15 to 25 rounds, medians of paired ratios 0.99-1.013 (about the noise);
    300 x 400 x 200, 300^3, 256^3, 1000 x 500 x 500, 520^3 and 1000^3 1.000-1.014. */
+static size_t part_start(size_t len, size_t w, size_t parts, size_t i)
+{
+    return i == parts ? len : qkv_min(len, (2 * i * len + parts * w) / (2 * parts * w) * w);
+}
+
 static void part_of(size_t len, size_t w, size_t parts, size_t i, size_t *start, size_t *count)
 {
-    const size_t end = i + 1 == parts ? len : qkv_min(len, (2 * (i + 1) * len + parts * w) / (2 * parts * w) * w);
-    *start = i == 0 ? 0 : qkv_min(len, (2 * i * len + parts * w) / (2 * parts * w) * w);
-    *count = end - *start;
+    *start = part_start(len, w, parts, i);
+    *count = part_start(len, w, parts, i + 1) - *start;
 }
 
 /* the longest of the parts */
