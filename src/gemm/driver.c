@@ -126,7 +126,7 @@ static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
  * so on any number of tasks the items below set the loop order, not the load balance:
  *   packed A, where the table asks for it (A transposed, or n of twice pack_a_panels B
  *     panels, or of pack_a_panels with m of more than PA_MIN_PANELS row panels; the
- *     AVX-512 table; on a half-rate core also a row-major A whose rows crowd an L1 set:
+ *     AVX-512 table from 8 panels, the AVX2 6 x 16 one from 64; on a half-rate core also a row-major A whose rows crowd an L1 set:
  *     packs_a): an item is an ic block of MC rows and all nc columns. It packs its rows of A (a row-major A
  *     packed for crowding: one MR-row panel at a time, before its tiles) and runs ir outside
  *     jr: one MR x KC micropanel of A stays in L1 while the B micropanels stream from L2,

@@ -17,6 +17,24 @@
 #define GEMM_MC 144
 #define GEMM_KC 384
 #define GEMM_NC 4080
+/* the driver's packed-A order (gemm/driver.c) from 64 B panels (n >= 2048, or n >= 1024
+   with more than 32 row panels, m > 192): there a row of C takes a page or more, and the
+   in-place order, which walks its B micropanel down an MC block of rows (MC 894 rows on
+   an Intel Xeon with a 2 MiB L2), writes each tile's 6 rows into 6 pages, more pages per
+   column than the DTLB holds; the packed-A order walks C along its rows. Intel Xeon
+   (2 vCPUs, 48 KiB L1d, 2 MiB L2), calls alternated in one process, medians of 9-11 paired
+   ratios against A in place, one thread / two: 1024^3 1.02x / 1.00x, 2048^3 1.04x /
+   1.03x, 1024 x 1024 x 64 NT 1.06x / 1.03x, 4096 x 4096 x 64 NT 1.19x / 1.19x, 1024 x
+   2048 x 256 1.05x / 1.04x, 200 x 1024 x 512 1.03x / 0.97x. From 8 panels, as AVX-512
+   does, the narrower shapes lost on two threads (256^3 0.97x, 300^3 0.96x, 512^3 0.96x,
+   1000 x 500 x 500 0.95x; one thread 0.99-1.01x). B prefetched 8 k steps ahead in that
+   order, where its micropanels stream from L2: 2048^3 1.02x, 1024 x 1024 x 64 NT 1.03x,
+   4096 x 4096 x 64 NT 1.01x against none; not in the in-place order (GEMM_PF_B_COL 0),
+   whose B micropanel stays in L1: there the prefetch took load slots for nothing (without
+   it 300^3, 512^3, 1000^3 and 1000 x 500 x 500 1.01x, 2048^3 level). */
+#define GEMM_PACK_A_PANELS 64
+#define GEMM_PF_B_ROWS 8
+#define GEMM_PF_B_COL 0
 /* gemv_t_multi 4 x 2 chains + 2 B + 1 x = 11 of 16 YMM; gemv_n_multi 8 chains + 4 broadcasts + 1 B = 13 */
 #define GEMV_T_JB 2
 #define GEMV_N_ACC 8

@@ -10,6 +10,8 @@
  *   GEMM_B_IN_PLACE_ROWS optional: the driver reads a row-major B in place up to this
  *                  many rows of C (kernels.h, gemm/driver.c); 0 (the default): never
  *   GEMM_PF_B_ROWS optional: software prefetch of B this many k steps ahead (0: none)
+ *   GEMM_PF_B_COL  optional: 0 leaves that prefetch out of ukernel_col (the in-place
+ *                  order, whose B micropanel stays in L1); 1 (the default) keeps it
  *   GEMM_K_STEPS   optional: k steps per trip of the microkernel's k loop (1: none)
  * and gets the constant qkv_gemm_f32_<isa> that the ISA's table points at.
  *
@@ -36,6 +38,10 @@
    computed in integers, it may point past B); 0: none, the hardware prefetchers alone */
 #ifndef GEMM_PF_B_ROWS
 #define GEMM_PF_B_ROWS 0
+#endif
+/* ukernel_col prefetches B as ukernel does (1), or not (0) */
+#ifndef GEMM_PF_B_COL
+#define GEMM_PF_B_COL 1
 #endif
 
 /* gemv_t_multi: rows of B per block (R x GEMV_T_JB accumulators, R <= 4 rows of x);
@@ -273,12 +279,12 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_col_tiles)(const i
     const size_t c_step = GEMM_MR * ldc, rs = ROWS ? rs_a : 1, cs = ROWS ? 1 : GEMM_MR;
     size_t t = 0;
     if (b_src != NULL) {
-        QKV_FN(gemm_tile_x)(GEMM_MR, 0, ROWS, 1, GEMM_NR, k, a, rs, cs, b_src, ldb, c, ldc, alpha, beta,
+        QKV_FN(gemm_tile_x)(GEMM_MR, 0, ROWS, GEMM_PF_B_COL, GEMM_NR, k, a, rs, cs, b_src, ldb, c, ldc, alpha, beta,
                             tiles > 1 || more ? c + c_step : NULL, 1, b);
         t = 1;
     }
     for (; t < tiles; t++)
-        QKV_FN(gemm_tile)(GEMM_MR, 0, ROWS, 1, GEMM_NR, k, a + t * a_step, rs, cs, b, GEMM_NR, c + t * c_step, ldc,
+        QKV_FN(gemm_tile)(GEMM_MR, 0, ROWS, GEMM_PF_B_COL, GEMM_NR, k, a + t * a_step, rs, cs, b, GEMM_NR, c + t * c_step, ldc,
                           alpha, beta, t + 1 < tiles || more ? c + (t + 1) * c_step : NULL);
 }
 
