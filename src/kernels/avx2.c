@@ -27,14 +27,22 @@
    1.03x, 1024 x 1024 x 64 NT 1.06x / 1.03x, 4096 x 4096 x 64 NT 1.19x / 1.19x, 1024 x
    2048 x 256 1.05x / 1.04x, 200 x 1024 x 512 1.03x / 0.97x. From 8 panels, as AVX-512
    does, the narrower shapes lost on two threads (256^3 0.97x, 300^3 0.96x, 512^3 0.96x,
-   1000 x 500 x 500 0.95x; one thread 0.99-1.01x). B prefetched 8 k steps ahead in that
-   order, where its micropanels stream from L2: 2048^3 1.02x, 1024 x 1024 x 64 NT 1.03x,
-   4096 x 4096 x 64 NT 1.01x against none; not in the in-place order (GEMM_PF_B_COL 0),
-   whose B micropanel stays in L1: there the prefetch took load slots for nothing (without
-   it 300^3, 512^3, 1000^3 and 1000 x 500 x 500 1.01x, 2048^3 level). */
+   1000 x 500 x 500 0.95x; one thread 0.99-1.01x), and from 32 as well (two threads: 512^3
+   0.95x, 768^3 0.96x, 600 x 800 x 700 0.96x; 1000^3 1.04x / 1.02x). B prefetched 8 k
+   steps ahead in that order, where its micropanels stream from L2: 2048^3 1.02x, 1024 x
+   1024 x 64 NT 1.03x, 4096 x 4096 x 64 NT 1.01x against none; not in the in-place order
+   (GEMM_PF_B_COL 0), whose B micropanel stays in L1: there the prefetch took load slots
+   for nothing (without it 300^3, 512^3, 1000^3 and 1000 x 500 x 500 1.01x, 2048^3
+   level). */
 #define GEMM_PACK_A_PANELS 64
 #define GEMM_PF_B_ROWS 8
 #define GEMM_PF_B_COL 0
+/* the k loop unrolled 4 steps a trip (kernels/avx512.c says why): with the packed-A
+   order above, against one step, Intel Xeon, one thread, 21 rounds of calls alternated in
+   one process, medians: 4096 x 64 x 4096 1.06x, 256^3 and 512^3 1.02x, 2048^3 1.02x,
+   1000^3 and 1024 x 1024 x 64 NT 1.01x, 64^3 1.02x, 128^3 0.99x, 77 x 300 x 129 0.98x
+   ([0.95 1.02]); 2 steps a trip against 4: level within noise, 4096 x 64 x 4096 0.96x. */
+#define GEMM_K_STEPS 4
 /* gemv_t_multi 4 x 2 chains + 2 B + 1 x = 11 of 16 YMM; gemv_n_multi 8 chains + 4 broadcasts + 1 B = 13 */
 #define GEMV_T_JB 2
 #define GEMV_N_ACC 8

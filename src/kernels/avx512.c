@@ -81,7 +81,8 @@
    x 300 1.04x, 77 x 300 x 129 1.03x, 256^3, 480 x 480 x 256, 1024 x 1024 x 64 NT and 96 x
    96 x 1024 1.00-1.01x, 512^3 1.01x, 4096 x 64 x 4096 1.02x; sdpa 1024 x 64 level. 2
    steps: 77 x 300 x 129 0.96x and 4096 x 64 x 4096 0.98x of 4. The AVX2 6 x 16 tile
-   measured level (0.99-1.02x) and keeps one step. */
+   measured level (0.99-1.02x) then, and takes 4 steps since its packed-A order
+   (kernels/avx2.c). */
 #define GEMM_K_STEPS 4
 /* gemv_t_multi 4 x 4 chains + 4 B + 1 x = 21 ZMM; gemv_n_multi 16 chains + 4 broadcasts + 1 B = 21 */
 #define GEMV_T_JB 4
