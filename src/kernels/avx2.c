@@ -30,13 +30,14 @@
    1000 x 500 x 500 0.95x; one thread 0.99-1.01x), and from 32 as well (two threads: 512^3
    0.95x, 768^3 0.96x, 600 x 800 x 700 0.96x; 1000^3 1.04x / 1.02x). B prefetched 8 k
    steps ahead in that order, where its micropanels stream from L2: 2048^3 1.02x, 1024 x
-   1024 x 64 NT 1.03x, 4096 x 4096 x 64 NT 1.01x against none; not in the in-place order
-   (GEMM_PF_B_COL 0), whose B micropanel stays in L1: there the prefetch took load slots
-   for nothing (without it 300^3, 512^3, 1000^3 and 1000 x 500 x 500 1.01x, 2048^3
-   level). */
+   1024 x 64 NT 1.03x, 4096 x 4096 x 64 NT 1.01x against none; only there
+   (GEMM_PF_B_ROW_ONLY): where the B micropanel stays in L1 (the in-place order, attention)
+   the prefetch takes load slots for nothing (in-place order without it 300^3, 512^3,
+   1000^3 and 1000 x 500 x 500 1.01x, 2048^3 level; sdpa 1024 x 64 and 2048 x 64 ran 5-7%
+   slower with it, bench_ab). */
 #define GEMM_PACK_A_PANELS 64
 #define GEMM_PF_B_ROWS 8
-#define GEMM_PF_B_COL 0
+#define GEMM_PF_B_ROW_ONLY 1
 /* the k loop unrolled 4 steps a trip (kernels/avx512.c says why): with the packed-A
    order above, against one step, Intel Xeon, one thread, 21 rounds of calls alternated in
    one process, medians: 4096 x 64 x 4096 1.06x, 256^3 and 512^3 1.02x, 2048^3 1.02x,

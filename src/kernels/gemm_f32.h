@@ -10,8 +10,9 @@
  *   GEMM_B_IN_PLACE_ROWS optional: the driver reads a row-major B in place up to this
  *                  many rows of C (kernels.h, gemm/driver.c); 0 (the default): never
  *   GEMM_PF_B_ROWS optional: software prefetch of B this many k steps ahead (0: none)
- *   GEMM_PF_B_COL  optional: 0 leaves that prefetch out of ukernel_col (the in-place
- *                  order, whose B micropanel stays in L1); 1 (the default) keeps it
+ *   GEMM_PF_B_ROW_ONLY optional: 1 asks for that prefetch in ukernel_row alone (the
+ *                  packed-A order, where B streams from L2), not in ukernel and ukernel_col
+ *                  (their B micropanel stays in L1); 0 (the default): in all three
  *   GEMM_K_STEPS   optional: k steps per trip of the microkernel's k loop (1: none)
  * and gets the constant qkv_gemm_f32_<isa> that the ISA's table points at.
  *
@@ -39,10 +40,10 @@
 #ifndef GEMM_PF_B_ROWS
 #define GEMM_PF_B_ROWS 0
 #endif
-/* ukernel_col prefetches B as ukernel does (1), or not (0) */
-#ifndef GEMM_PF_B_COL
-#define GEMM_PF_B_COL 1
+#ifndef GEMM_PF_B_ROW_ONLY
+#define GEMM_PF_B_ROW_ONLY 0
 #endif
+#define GEMM_PF_B_OTHER (!GEMM_PF_B_ROW_ONLY) /* ukernel and ukernel_col prefetch B */
 
 /* gemv_t_multi: rows of B per block (R x GEMV_T_JB accumulators, R <= 4 rows of x);
    gemv_n_multi: accumulators per pass over B (>= 8, the chains of one row). Set by the ISA
@@ -238,13 +239,17 @@ static void QKV_FN(gemm_ukernel)(size_t k, const float *restrict a, size_t rs_a,
        general-purpose registers, and spills them (bench_ukernels on AVX-512, k 256: 80%
        of the FMA peak packed before, 85-89% after) */
     if (rs_a == 1 && cs_a == GEMM_MR)
-        QKV_FN(gemm_tile)(GEMM_MR, 0, 0, 1, GEMM_NR, k, a, 1, GEMM_MR, b, GEMM_NR, c, ldc, alpha, beta, c_next);
+        QKV_FN(gemm_tile)(GEMM_MR, 0, 0, GEMM_PF_B_OTHER, GEMM_NR, k, a, 1, GEMM_MR, b, GEMM_NR,
+                          c, ldc, alpha, beta, c_next);
     else if (cs_a == 1) /* rows of A in place (the NN GEMM, attention's K rows) */
-        QKV_FN(gemm_tile)(GEMM_MR, 0, 1, 1, GEMM_NR, k, a, rs_a, 1, b, GEMM_NR, c, ldc, alpha, beta, c_next);
+        QKV_FN(gemm_tile)(GEMM_MR, 0, 1, GEMM_PF_B_OTHER, GEMM_NR, k, a, rs_a, 1, b, GEMM_NR,
+                          c, ldc, alpha, beta, c_next);
     else if (rs_a == 1) /* columns of A in place (attention's P from S^T): one pointer */
-        QKV_FN(gemm_tile)(GEMM_MR, 0, 0, 1, GEMM_NR, k, a, 1, cs_a, b, GEMM_NR, c, ldc, alpha, beta, c_next);
+        QKV_FN(gemm_tile)(GEMM_MR, 0, 0, GEMM_PF_B_OTHER, GEMM_NR, k, a, 1, cs_a, b, GEMM_NR,
+                          c, ldc, alpha, beta, c_next);
     else
-        QKV_FN(gemm_tile)(GEMM_MR, 0, 0, 1, GEMM_NR, k, a, rs_a, cs_a, b, GEMM_NR, c, ldc, alpha, beta, c_next);
+        QKV_FN(gemm_tile)(GEMM_MR, 0, 0, GEMM_PF_B_OTHER, GEMM_NR, k, a, rs_a, cs_a, b, GEMM_NR,
+                          c, ldc, alpha, beta, c_next);
 }
 
 /* a row of full tiles over one packed A micropanel (kernels.h): each tile is ukernel's
@@ -279,13 +284,13 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_col_tiles)(const i
     const size_t c_step = GEMM_MR * ldc, rs = ROWS ? rs_a : 1, cs = ROWS ? 1 : GEMM_MR;
     size_t t = 0;
     if (b_src != NULL) {
-        QKV_FN(gemm_tile_x)(GEMM_MR, 0, ROWS, GEMM_PF_B_COL, GEMM_NR, k, a, rs, cs, b_src, ldb, c, ldc, alpha, beta,
+        QKV_FN(gemm_tile_x)(GEMM_MR, 0, ROWS, GEMM_PF_B_OTHER, GEMM_NR, k, a, rs, cs, b_src, ldb, c, ldc, alpha, beta,
                             tiles > 1 || more ? c + c_step : NULL, 1, b);
         t = 1;
     }
     for (; t < tiles; t++)
-        QKV_FN(gemm_tile)(GEMM_MR, 0, ROWS, GEMM_PF_B_COL, GEMM_NR, k, a + t * a_step, rs, cs, b, GEMM_NR, c + t * c_step, ldc,
-                          alpha, beta, t + 1 < tiles || more ? c + (t + 1) * c_step : NULL);
+        QKV_FN(gemm_tile)(GEMM_MR, 0, ROWS, GEMM_PF_B_OTHER, GEMM_NR, k, a + t * a_step, rs, cs, b, GEMM_NR,
+                          c + t * c_step, ldc, alpha, beta, t + 1 < tiles || more ? c + (t + 1) * c_step : NULL);
 }
 
 static void QKV_FN(gemm_ukernel_col)(size_t tiles, size_t k, const float *restrict a, size_t rs_a, size_t cs_a,
