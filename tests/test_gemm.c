@@ -145,8 +145,9 @@ static void test_shapes(const qkv_gemm_kernels *g)
     run_shape(13 * MR + 5, PA * NR - 1, 200, &counter);
     run_shape(13 * MR + 5, PA * NR, 200, &counter);
     run_shape(3 * MR + 1, NC_L2 + 1, KC + 1, &counter);
-    /* the packed-A order by shape (AVX-512 from 8 B panels, AVX2 6 x 16 from 64): more than 32 row panels at pack_a_panels B
-       panels (in place at 32), or twice as many B panels whatever m */
+    /* the packed-A order by shape (AVX-512 from 8 B panels, AVX2 6 x 16 from 64): more
+       than 32 row panels at pack_a_panels B panels (in place at 32), or twice as many B
+       panels whatever m */
     run_shape(32 * MR, PA * NR + 5, 120, &counter);
     run_shape(32 * MR + 1, PA * NR + 5, 120, &counter);
     run_shape(3 * MR + 2, 2 * PA * NR + 1, 90, &counter);

@@ -125,27 +125,26 @@ static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
  * items in order; several tasks run regions of C (gemm_run), each its own items in order,
  * so on any number of tasks the items below set the loop order, not the load balance:
  *   packed A, where the table asks for it (A transposed, or n of twice pack_a_panels B
- *     panels, or of pack_a_panels with m of more than PA_MIN_PANELS row panels; the
- *     AVX-512 table from 8 panels, the AVX2 6 x 16 one from 64; on a half-rate core also a row-major A whose rows crowd an L1 set:
- *     packs_a): an item is an ic block of MC rows and all nc columns. It packs its rows of A (a row-major A
- *     packed for crowding: one MR-row panel at a time, before its tiles) and runs ir outside
- *     jr: one MR x KC micropanel of A stays in L1 while the B micropanels stream from L2,
- *     where the block of B stays (its KC and NC are kc_pa and nc_l2: gemm/blocking.h; on a
- *     half-rate core the block streams from L3), and
- *     consecutive tiles of C share their rows (12 rows of a wide C are 12 pages: the
- *     jr-outer order walks 12 new pages per tile down an MC block, past what the DTLB
+ *     panels, or of pack_a_panels with m of more than PA_MIN_PANELS row panels; the AVX-512
+ *     table from 8 panels, the AVX2 6 x 16 one from 64; on a half-rate core also a row-major
+ *     A whose rows crowd an L1 set: packs_a): an item is an ic block of MC rows and all nc
+ *     columns. It packs its rows of A (a row-major A packed for crowding: one MR-row panel
+ *     at a time, before its tiles) and runs ir outside jr: one MR x KC micropanel of A stays
+ *     in L1 while the B micropanels stream from L2, where the block of B stays (its KC and
+ *     NC are kc_pa and nc_l2: gemm/blocking.h; on a half-rate core the block streams from
+ *     L3), and consecutive tiles of C share their rows (12 rows of a wide C are 12 pages:
+ *     the jr-outer order walks 12 new pages per tile down an MC block, past what the DTLB
  *     holds). MC gives ITEMS_WANTED items (never above the model's), and where the shape
  *     asks for packing A, items of at most PA_ITEM_PANELS row panels: with few rows per
  *     block, the rows of C an item writes stay in the DTLB (packing and tiles do not depend
  *     on MC: each item packs its own rows, panels start at multiples of MR). Chosen when
- *     tasks shared the items of a block (two panels against 15-16 items on an Emerald
- *     Rapids Xeon, 2 threads: 1024 x 1024 x 64 NT 1.10-1.20x, 512^3 1.06-1.10x; one thread
+ *     tasks shared the items of a block (two panels against 15-16 items on an Emerald Rapids
+ *     Xeon, 2 threads: 1024 x 1024 x 64 NT 1.10-1.20x, 512^3 1.06-1.10x; one thread
  *     0.94-1.02x, most runs 0.98-1.0); with regions, 1, 6 or 16 panels ran within 1-2% of
  *     two on one thread and on two (Intel Xeon, 512^3, 1024^3, 1024 x 1024 x 64 NT), so it
- *     stays. A row-major A packed for crowding alone
- *     (fewer than pack_a_panels B panels, half-rate cores) keeps the 16 items measured on
- *     Zen 4: in the narrow order an item's rows meet all of op(B), which thin items would
- *     stream once per two panels.
+ *     stays. A row-major A packed for crowding alone (fewer than pack_a_panels B panels,
+ *     half-rate cores) keeps the 16 items measured on Zen 4: in the narrow order an item's
+ *     rows meet all of op(B), which thin items would stream once per two panels.
  *   otherwise: items are (ic block of MC rows) x (a chunk of the nc columns, a multiple of
  *     NR), jr outside ir: the B micropanel stays in L1 over the ir loop. A row-major A is
  *     read in place (O = P V with d = 64: packing A would cost as much as the product

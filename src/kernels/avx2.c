@@ -19,9 +19,10 @@
 #define GEMM_NC 4080
 /* the driver's packed-A order (gemm/driver.c) from 64 B panels (n >= 2048, or n >= 1024
    with more than 32 row panels, m > 192): there a row of C takes a page or more, and the
-   in-place order, which walks its B micropanel down an MC block of rows (MC 894 rows on
-   an Intel Xeon with a 2 MiB L2), writes each tile's 6 rows into 6 pages, more pages per
-   column than the DTLB holds; the packed-A order walks C along its rows. Intel Xeon
+   in-place order, which walks its B micropanel down an MC block of rows (up to 894 on an
+   Intel Xeon with a 2 MiB L2), writes each tile's 6 rows into 6 pages, more pages per
+   column than the DTLB holds, where the packed-A order walks C along its rows (the likely
+   cause, not measured: that VM exposes no hardware counters). Intel Xeon
    (2 vCPUs, 48 KiB L1d, 2 MiB L2), calls alternated in one process, medians of 9-11 paired
    ratios against A in place, one thread / two: 1024^3 1.02x / 1.00x, 2048^3 1.04x /
    1.03x, 1024 x 1024 x 64 NT 1.06x / 1.03x, 4096 x 4096 x 64 NT 1.19x / 1.19x, 1024 x
