@@ -124,27 +124,28 @@ static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
  * fill_ok), then the items of the block compute C in one of two orders. One task runs these
  * items in order; several tasks run regions of C (gemm_run), each its own items in order,
  * so on any number of tasks the items below set the loop order, not the load balance:
- *   packed A, where the table asks for it (A transposed, or n of twice pack_a_panels B
- *     panels, or of pack_a_panels with m of more than PA_MIN_PANELS row panels; the AVX-512
- *     table from 8 panels, the AVX2 6 x 16 one from 64; on a half-rate core also a row-major
- *     A whose rows crowd an L1 set: packs_a): an item is an ic block of MC rows and all nc
- *     columns. It packs its rows of A (a row-major A packed for crowding: one MR-row panel
- *     at a time, before its tiles) and runs ir outside jr: one MR x KC micropanel of A stays
- *     in L1 while the B micropanels stream from L2, where the block of B stays (its KC and
- *     NC are kc_pa and nc_l2: gemm/blocking.h; on a half-rate core the block streams from
- *     L3), and consecutive tiles of C share their rows (12 rows of a wide C are 12 pages:
- *     the jr-outer order walks 12 new pages per tile down an MC block, past what the DTLB
- *     holds). MC gives ITEMS_WANTED items (never above the model's), and where the shape
- *     asks for packing A, items of at most PA_ITEM_PANELS row panels: with few rows per
- *     block, the rows of C an item writes stay in the DTLB (packing and tiles do not depend
- *     on MC: each item packs its own rows, panels start at multiples of MR). Chosen when
- *     tasks shared the items of a block (two panels against 15-16 items on an Emerald Rapids
- *     Xeon, 2 threads: 1024 x 1024 x 64 NT 1.10-1.20x, 512^3 1.06-1.10x; one thread
- *     0.94-1.02x, most runs 0.98-1.0); with regions, 1, 6 or 16 panels ran within 1-2% of
- *     two on one thread and on two (Intel Xeon, 512^3, 1024^3, 1024 x 1024 x 64 NT), so it
- *     stays. A row-major A packed for crowding alone (fewer than pack_a_panels B panels,
- *     half-rate cores) keeps the 16 items measured on Zen 4: in the narrow order an item's
- *     rows meet all of op(B), which thin items would stream once per two panels.
+ *   packed A, where the table asks for it (A transposed and m n k above PA_TRANS_MIN_MNK,
+ *     or n of twice pack_a_panels B panels, or of pack_a_panels with m of more than
+ *     PA_MIN_PANELS row panels; the AVX-512 table from 8 panels, the AVX2 6 x 16 one from
+ *     64; on a half-rate core also a row-major A whose rows crowd an L1 set: packs_a): an
+ *     item is an ic block of MC rows and all nc columns. It packs its rows of A (a row-major
+ *     A packed for crowding: one MR-row panel at a time, before its tiles) and runs ir
+ *     outside jr: one MR x KC micropanel of A stays in L1 while the B micropanels stream
+ *     from L2, where the block of B stays (its KC and NC are kc_pa and nc_l2:
+ *     gemm/blocking.h; on a half-rate core the block streams from L3), and consecutive tiles
+ *     of C share their rows (12 rows of a wide C are 12 pages: the jr-outer order walks 12
+ *     new pages per tile down an MC block, past what the DTLB holds). MC gives ITEMS_WANTED
+ *     items (never above the model's), and where the shape asks for packing A, items of at
+ *     most PA_ITEM_PANELS row panels: with few rows per block, the rows of C an item writes
+ *     stay in the DTLB (packing and tiles do not depend on MC: each item packs its own rows,
+ *     panels start at multiples of MR). Chosen when tasks shared the items of a block (two
+ *     panels against 15-16 items on an Emerald Rapids Xeon, 2 threads: 1024 x 1024 x 64 NT
+ *     1.10-1.20x, 512^3 1.06-1.10x; one thread 0.94-1.02x, most runs 0.98-1.0); with
+ *     regions, 1, 6 or 16 panels ran within 1-2% of two on one thread and on two (Intel
+ *     Xeon, 512^3, 1024^3, 1024 x 1024 x 64 NT), so it stays. A row-major A packed for
+ *     crowding alone (fewer than pack_a_panels B panels, half-rate cores) keeps the 16 items
+ *     measured on Zen 4: in the narrow order an item's rows meet all of op(B), which thin
+ *     items would stream once per two panels.
  *   otherwise: items are (ic block of MC rows) x (a chunk of the nc columns, a multiple of
  *     NR), jr outside ir: the B micropanel stays in L1 over the ir loop. A row-major A is
  *     read in place (O = P V with d = 64: packing A would cost as much as the product
@@ -205,6 +206,7 @@ enum {
     ITEMS_WANTED = 16,         /* items per (jc, pc) block worth splitting columns for */
     PA_ITEM_PANELS = 2,       /* the packed-A order: MR-row panels per item at most */
     PA_MIN_PANELS = 32,       /* the packed-A order by shape: more MR-row panels than this */
+    PA_TRANS_MIN_MNK = 1000000, /* ... and for a transposed A m n k above this (100^3) */
     ROW_BLOCK_MIN = 64,       /* the in-place order's row blocks: rows at least, when split for items */
     GEMV_COLS = 256,          /* m == 1: columns per task at least */
     PARALLEL_FLOPS = 1 << 22, /* 2 m n k below this: one task (64^3 is 2^19) */
@@ -252,22 +254,31 @@ static size_t rows_per_set(size_t mr, size_t lda, const qkv_gemm_blocking *cb)
 }
 
 /* The blocked path takes the packed-A order: a function of the table, the shape and lda.
-   By shape where the table asks for it (A transposed, or n of twice pack_a_panels B
+   By shape where the table asks for it (A transposed with m n k above PA_TRANS_MIN_MNK:
+   below, that order's items of two row panels, each packing its A and walking all of B,
+   cost more than they save, and A is packed per item of the other order; Intel Xeon, one
+   thread, 15-21 rounds of calls alternated in one process, medians of paired ratios, the
+   other order against this one, A^T: AVX2 48^3 1.16x, 64^3 1.13x (A^T B^T too), 90^3
+   1.08x, 100^3 0.98x; AVX-512 48^3 and 64^3 1.03-1.04x, 90^3 1.04x, 100^3 1.02x; above
+   it, this order against the other: AVX2 256^3 1.08x, 20 x 300 x 200 1.07x, 300 x 20 x
+   200 1.08x, 1024^3 1.29x, 128^3 0.99x; AVX-512 256^3 1.08x, 20 x 300 x 200 1.14x,
+   128^3 1.00x, 112^3 0.96x; or n of twice pack_a_panels B
    panels, or of pack_a_panels with m of more than PA_MIN_PANELS row panels); on a
    half-rate core (cb.pa_crowd != 0) also where the rows of a row-major A crowd L1 sets
    (lda a multiple of 1024 floats puts all 12 rows of a tile in one set of 8 ways: 4096 x
    64 x 4096 read in place ran 25% slower than with lda 4112). lda == 0: any lda (may the
    order be taken?). */
-static int packs_a_by_shape(const qkv_gemm_kernels *g, qkv_trans ta, size_t m, size_t n)
+static int packs_a_by_shape(const qkv_gemm_kernels *g, qkv_trans ta, size_t m, size_t n, size_t k)
 {
     const size_t panels = g->pack_a_panels;
+    const int trans_a = ta == QKV_TRANS && (double)m * (double)n * (double)k > PA_TRANS_MIN_MNK;
     return panels != 0 &&
-           (ta == QKV_TRANS || n >= 2 * panels * g->nr || (n >= panels * g->nr && m > PA_MIN_PANELS * g->mr));
+           (trans_a || n >= 2 * panels * g->nr || (n >= panels * g->nr && m > PA_MIN_PANELS * g->mr));
 }
 
-static int packs_a(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, size_t m, size_t n)
+static int packs_a(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, size_t m, size_t n, size_t k)
 {
-    if (packs_a_by_shape(g, ta, m, n))
+    if (packs_a_by_shape(g, ta, m, n, k))
         return 1;
     const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
     if (g->pack_a_panels == 0 || cb.pa_crowd == 0 || cb.l1_line == 0 || cb.l1_way < cb.l1_line)
@@ -323,8 +334,8 @@ static gemm_plan make_plan_of(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
 {
     gemm_plan p;
     const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
-    p.pack_a = whole ? whole->pack_a : packs_a(g, ta, lda, m, n);
-    p.a_by_shape = whole ? whole->a_by_shape : p.pack_a && packs_a_by_shape(g, ta, m, n);
+    p.pack_a = whole ? whole->pack_a : packs_a(g, ta, lda, m, n, k);
+    p.a_by_shape = whole ? whole->a_by_shape : p.pack_a && packs_a_by_shape(g, ta, m, n, k);
     const size_t kc = whole ? whole->b.kc : 0;
     if (p.pack_a) {
         p.b = plan_kc(g, 1, ta, m, n, k, kc);
@@ -463,7 +474,7 @@ size_t qkv_gemm_ws_bytes(qkv_trans ta, qkv_trans tb, size_t m, size_t n, size_t 
         const qkv_gemm_kernels *g;
         for (size_t j = 0; (g = qkv_gemm_tile_of(qkv_kernels_built(i), j)) != NULL; j++) {
             /* either order where lda decides (packs_a) */
-            const int by_shape = packs_a_by_shape(g, ta, m, n), may = packs_a(g, ta, 0, m, n);
+            const int by_shape = packs_a_by_shape(g, ta, m, n, k), may = packs_a(g, ta, 0, m, n, k);
             for (int pack_a = by_shape; pack_a <= may; pack_a++) {
                 for (int regions = 0; regions <= (n_threads > 1); regions++) {
                     qkv_arena ar = qkv_arena_sizer();
