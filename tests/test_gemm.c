@@ -140,11 +140,14 @@ static void test_shapes(const qkv_gemm_kernels *g)
     /* the two orders of the blocked path (gemm/driver.c): A in place below the table's
        pack_a_panels B panels, and at them (with m of at most 32 row panels: in place as
        well since the in-place order splits rows; the bounds in m below), and the packed
-       order's NC (nc_l2) */
+       order's NC: nc_l2 at a KC of kc_pa (two NC blocks), wider at a shallower KC (two k
+       blocks of about KC / 2: one NC block here; k = 64: NC, so NC + 1 columns make two) */
     const size_t NC_L2 = bl.nc_l2, PA = g->pack_a_panels != 0 ? g->pack_a_panels : 8;
     run_shape(13 * MR + 5, PA * NR - 1, 200, &counter);
     run_shape(13 * MR + 5, PA * NR, 200, &counter);
     run_shape(3 * MR + 1, NC_L2 + 1, KC + 1, &counter);
+    run_shape(3 * MR + 1, NC_L2 + 1, bl.kc_pa, &counter);
+    run_shape(5 * MR + 1, NC + 1, 64, &counter);
     /* the packed-A order by shape (AVX-512 from 8 B panels, AVX2 6 x 16 from 64): more
        than 32 row panels at pack_a_panels B panels (in place at 32), or twice as many B
        panels whatever m */

@@ -69,6 +69,17 @@ static size_t k_blocks_of(size_t k, size_t kc)
 
 static int narrow_ok(const qkv_gemm_kernels *g, qkv_trans ta, size_t n, size_t k, size_t kc);
 
+/* the NC whose kc x NC block of B takes what the model's kc_pa x nc_l2 block does in L2
+   (gemm/blocking.h): nc_l2 at kc_pa, wider for a shallower kc (k = 64: S = Q K^T), never
+   above the model's NC */
+static size_t nc_in_l2(const qkv_gemm_kernels *g, size_t kc)
+{
+    const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
+    if (kc == 0 || kc >= cb.kc_pa)
+        return cb.nc_l2;
+    return qkv_max(cb.nc_l2, qkv_min(cb.nc, cb.nc_l2 * cb.kc_pa / kc / g->nr * g->nr));
+}
+
 /* KC of the narrow order (below) with a row-major A read in place and larger than
    QKV_GEMV_STREAM_BYTES (taken to come from memory): at least this. There an item reads
    each of its MR rows of A in runs of KC floats, lda apart (16 KiB at 4096 x 64 x 4096),
@@ -328,18 +339,17 @@ static void cut_rows(const qkv_gemm_kernels *g, size_t m, size_t n_ic, gemm_plan
 
 /* The plan of a call (whole == NULL), or of one region of the call whole (gemm_run): a
    region keeps the whole call's loop order, KC and A grouping, and holds its B block in L2
-   (NC at most nc_l2: each task packs its own) */
+   (NC at most nc_in_l2: each task packs its own) */
 static gemm_plan make_plan_of(const qkv_gemm_kernels *g, qkv_trans ta, size_t lda, size_t m, size_t n, size_t k,
                               const gemm_plan *whole)
 {
     gemm_plan p;
-    const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
     p.pack_a = whole ? whole->pack_a : packs_a(g, ta, lda, m, n, k);
     p.a_by_shape = whole ? whole->a_by_shape : p.pack_a && packs_a_by_shape(g, ta, m, n, k);
     const size_t kc = whole ? whole->b.kc : 0;
     if (p.pack_a) {
         p.b = plan_kc(g, 1, ta, m, n, k, kc);
-        p.b.nc = qkv_min(p.b.nc, cb.nc_l2);
+        p.b.nc = qkv_min(p.b.nc, nc_in_l2(g, p.b.kc));
         p.b.mc = qkv_min(p.b.mc, qkv_round_up((m + ITEMS_WANTED - 1) / ITEMS_WANTED, g->mr));
         if (p.a_by_shape) /* not a row-major A packed for crowding alone */
             p.b.mc = qkv_min(p.b.mc, PA_ITEM_PANELS * g->mr);
@@ -347,7 +357,7 @@ static gemm_plan make_plan_of(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
         p.b = plan_in_place(g, ta, lda, m, n, k, kc);
     }
     if (whole)
-        p.b.nc = qkv_min(p.b.nc, cb.nc_l2);
+        p.b.nc = qkv_min(p.b.nc, nc_in_l2(g, p.b.kc));
     cut_rows(g, m, (m + p.b.mc - 1) / p.b.mc, &p); /* as many blocks as MC asks for */
     /* split the columns only as far as needed for ITEMS_WANTED items, and never into
        chunks narrower than COL_CHUNK_MIN; the packed-A order keeps whole blocks */
@@ -359,7 +369,7 @@ static gemm_plan make_plan_of(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
        of rows: 384^3 made 3 items, which two tasks ran as 2 + 1) also splits the rows, into
        equal blocks of ROW_BLOCK_MIN rows at least (chosen when tasks shared a block's
        items; on one task it sets the order); the tiles stay on the same MR grid. Where
-       the packed B block is wider than the model keeps in L2 (nc_l2), its items then go
+       the packed B block is wider than the model keeps in L2 (nc_in_l2), its items then go
        chunk by chunk, so that consecutive items share their B chunk and re-read only their
        rows of A, not every chunk of B from L3 once per row block (AVX2 300 x 1000 x 500, one
        thread: 5% slower row block by row block, 2% faster chunk by chunk); a block that
@@ -369,7 +379,7 @@ static gemm_plan make_plan_of(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
         const size_t n_ic = qkv_min((ITEMS_WANTED + p.n_jr - 1) / p.n_jr, qkv_max(1, m / ROW_BLOCK_MIN));
         if (n_ic > p.n_ic) {
             cut_rows(g, m, n_ic, &p);
-            p.chunk_major = p.b.nc > qkv_gemm_blocking_of(g).nc_l2;
+            p.chunk_major = p.b.nc > nc_in_l2(g, p.b.kc);
         }
     }
     p.a_group = 0;
@@ -449,10 +459,10 @@ static void layout(qkv_arena *ar, const qkv_gemm_kernels *g, qkv_trans ta, qkv_t
         return;
     }
     const blocking b = plan(g, pack_a, ta, m, n, k);
-    if (regions) { /* per slot its B block, NC at most nc_l2 (make_plan_of), or in the narrow
+    if (regions) { /* per slot its B block, NC at most nc_in_l2 (make_plan_of), or in the narrow
                       order all of op(B) (gemm_run), then its A block */
         w->b_len = narrow_own_ok(g, ta, m, n, k, &b) ? qkv_round_up(k_blocks_of(k, b.kc) * b.kc * b.nc, 16)
-                                                 : qkv_round_up(b.kc * qkv_min(b.nc, qkv_gemm_blocking_of(g).nc_l2), 16);
+                                                 : qkv_round_up(b.kc * qkv_min(b.nc, nc_in_l2(g, b.kc)), 16);
         w->slot_len = w->b_len + (ta == QKV_TRANS || pack_a ? qkv_round_up(b.mc * b.kc, 16) : 0);
         w->slots = qkv_arena_array(ar, w->slot_len, n_slots);
         return;
@@ -897,7 +907,7 @@ static void grid_for(gemm_call *cl, size_t tasks)
 {
     /* parts of a full panel at least (part_of) */
     const size_t MR = cl->g->mr, NR = cl->g->nr, mp = qkv_max(1, cl->m / MR), np = qkv_max(1, cl->n / NR);
-    const size_t nc = qkv_min(cl->p.b.nc, qkv_gemm_blocking_of(cl->g).nc_l2);
+    const size_t nc = qkv_min(cl->p.b.nc, nc_in_l2(cl->g, cl->p.b.kc));
     const double k = (double)cl->k;
     /* a float of A costs a copy where A is transposed, a transpose where it is row-major */
     const double a_cost = cl->ta == QKV_TRANS ? PACK_COST : PACK_A_ROWS_COST;
