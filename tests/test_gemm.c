@@ -330,6 +330,10 @@ static void test_blocking_model(void)
     b = qkv_gemm_blocking_derive(12, 32, &xeon, 0, fb);
     CHECK(b.kc == 256 && b.nc_l2 == 1024 && b.kc_pa == 256,
           "model: 12-way 48 KiB L1, 12x32: KC 256 in both orders; 16-way 2 MiB L2: NC_L2 1024");
+    CHECK(qkv_gemm_nc_in_l2(&b, 32, 256) == 1024 && qkv_gemm_nc_in_l2(&b, 32, 300) == 1024,
+          "model: the packed-A order's NC at KC_PA and deeper: NC_L2");
+    CHECK(qkv_gemm_nc_in_l2(&b, 32, 129) == 2016 && qkv_gemm_nc_in_l2(&b, 32, 64) == b.nc,
+          "model: a shallower KC widens it in proportion (129: 2016, a multiple of NR), up to NC (64)");
     /* a half-rate core (AMD Zen 4, AVX-512): the packed order's A micropanel in half of L1,
        its B block from L3 like the other order's; the other order unchanged */
     const qkv_caches zen4 = {zen3_l1, {1048576, 8, 64}, {16777216, 16, 64}};

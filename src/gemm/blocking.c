@@ -103,6 +103,13 @@ size_t qkv_gemm_mc_in_place(const qkv_gemm_blocking *b, size_t mr, size_t lda, s
     return qkv_max(mr, b->mc / 8 / mr * mr); /* f < 1: an eighth of the model's MC */
 }
 
+size_t qkv_gemm_nc_in_l2(const qkv_gemm_blocking *b, size_t nr, size_t kc)
+{
+    if (kc == 0 || kc >= b->kc_pa)
+        return b->nc_l2;
+    return qkv_max(b->nc_l2, qkv_min(b->nc, b->nc_l2 * b->kc_pa / kc / nr * nr));
+}
+
 /* a decimal number in [1, 10^6] up to the next ',' or the end; *p moves past it */
 static int parse_size(const char **p, size_t *v)
 {

@@ -111,6 +111,12 @@ qkv_gemm_blocking qkv_gemm_blocking_derive(size_t mr, size_t nr, const qkv_cache
    f = 1) wants all of it: 16.8 ms at 1788, 19.7 at 444. */
 size_t qkv_gemm_mc_in_place(const qkv_gemm_blocking *b, size_t mr, size_t lda, size_t kc);
 
+/* NC of the packed-A order for a call of depth kc: the width whose kc x NC block of B takes
+   what the model's kc_pa x nc_l2 block does in L2 (a multiple of nr), so nc_l2 at kc_pa
+   and wider for a shallower kc (k = 64 in S = Q K^T), never above b->nc nor below nc_l2.
+   A region's B block (per task) stays within kc_pa x nc_l2 floats. */
+size_t qkv_gemm_nc_in_l2(const qkv_gemm_blocking *b, size_t nr, size_t kc);
+
 /* QKV_GEMM_BLOCKING="mc,kc,nc" (tuning only): 1 and *out when the text is three decimal
    numbers with MC a multiple of MR in [MR, QKV_GEMM_MC_MAX], KC in [QKV_GEMM_KC_MIN,
    QKV_GEMM_KC_MAX], NC a multiple of NR in [NR, QKV_GEMM_NC_MAX]; else 0 and *out unchanged.

@@ -69,15 +69,11 @@ static size_t k_blocks_of(size_t k, size_t kc)
 
 static int narrow_ok(const qkv_gemm_kernels *g, qkv_trans ta, size_t n, size_t k, size_t kc);
 
-/* the NC whose kc x NC block of B takes what the model's kc_pa x nc_l2 block does in L2
-   (gemm/blocking.h): nc_l2 at kc_pa, wider for a shallower kc (k = 64: S = Q K^T), never
-   above the model's NC */
+/* the packed-A order's NC at depth kc (gemm/blocking.h) */
 static size_t nc_in_l2(const qkv_gemm_kernels *g, size_t kc)
 {
     const qkv_gemm_blocking cb = qkv_gemm_blocking_of(g);
-    if (kc == 0 || kc >= cb.kc_pa)
-        return cb.nc_l2;
-    return qkv_max(cb.nc_l2, qkv_min(cb.nc, cb.nc_l2 * cb.kc_pa / kc / g->nr * g->nr));
+    return qkv_gemm_nc_in_l2(&cb, g->nr, kc);
 }
 
 /* KC of the narrow order (below) with a row-major A read in place and larger than
