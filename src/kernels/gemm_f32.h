@@ -93,13 +93,22 @@
    prefetches only took load slots: AVX-512 64^3 took 7-9% longer with them, bench_ab).
    PACK = 1 (full tiles, EDGE = 0): B read in place at ldb (prefetched as with PF_B) and
    each row of it stored as loaded into the packed micropanel at bp (ukernel_row and
-   ukernel_col with b_src); gemm_tile: PACK = 0. */
+   ukernel_col with b_src); gemm_tile: PACK = 0.
+   PF_C = 1: the tile asks for its rows of C at its start; PF_C = 0 (ukernel_row): only
+   where it reads them (beta != 0). In the packed-A order the tiles walk along rows of C,
+   and a write-only C (beta == 0) is stores, which the store buffer holds while the lines
+   come (the stores along each row train the hardware prefetcher too); there the hints only
+   held fill buffers that the B micropanels stream through from L2. Intel Xeon, calls
+   alternated in one process, 15 rounds, median of paired ratios, one thread: AVX2 1024 x
+   1024 x 64 NT 1.032 [1.024 1.051], 4096 x 4096 x 64 NT 1.019, 512^3 and 1024^3 (whose
+   first k block is write-only) 1.00; AVX-512 0.98-1.00 (noise). Without the hints for a
+   C that is read (beta != 0 or a later k block) 1024^3 lost 1-2%. */
 static inline __attribute__((always_inline)) void QKV_FN(gemm_tile_x)(const int MRT, const int EDGE, const int ROWS_IN_PLACE, const int PF_B, size_t nc, size_t k,
                                                                       const float *restrict a, size_t rs_a, size_t cs_a,
                                                                       const float *restrict b, size_t ldb,
                                                                       float *restrict c, size_t ldc, float alpha,
                                                                       float beta, const float *c_next, const int PACK,
-                                                                      float *restrict bp)
+                                                                      float *restrict bp, const int PF_C)
 {
     const int NVT = EDGE == 2 ? 1 : GEMM_NV; /* vectors computed per row */
     size_t w[GEMM_NV]; /* valid lanes of each column vector */
@@ -121,11 +130,14 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_tile_x)(const int 
     for (int g = 0; g < (MRT + 3) / 4; g++)
         ab[g] = a + (size_t)(4 * g) * rs_a;
     vf acc[GEMM_MR][GEMM_NV];
+    const int pf_c = PF_C || beta != 0.0f; /* the tile's own rows of C */
     GEMM_UNROLL
     for (int i = 0; i < MRT; i++) {
-        __builtin_prefetch(c + (size_t)i * ldc, 1);
+        if (pf_c)
+            __builtin_prefetch(c + (size_t)i * ldc, 1);
         if (!EDGE) {
-            __builtin_prefetch(c + (size_t)i * ldc + GEMM_NR - 1, 1);
+            if (pf_c)
+                __builtin_prefetch(c + (size_t)i * ldc + GEMM_NR - 1, 1);
             /* the caller's next tile (c_next, NULL: none): with a short k the k loop alone
                does not cover a miss on C, and where the caller goes down a column of tiles
                the rows of C, a stride apart, are not a stream the hardware prefetcher
@@ -227,7 +239,7 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_tile)(const int MR
                                                                     float beta, const float *c_next)
 {
     QKV_FN(gemm_tile_x)(MRT, EDGE, ROWS_IN_PLACE, PF_B, nc, k, a, rs_a, cs_a, b, ldb, c, ldc, alpha, beta, c_next, 0,
-                        NULL);
+                        NULL, 1);
 }
 
 static void QKV_FN(gemm_ukernel)(size_t k, const float *restrict a, size_t rs_a, size_t cs_a, const float *restrict b,
@@ -263,11 +275,11 @@ static void QKV_FN(gemm_ukernel_row)(size_t tiles, size_t k, const float *restri
     if (b_src != NULL)
         for (size_t t = 0; t < tiles; t++)
             QKV_FN(gemm_tile_x)(GEMM_MR, 0, 0, 1, GEMM_NR, k, a, 1, GEMM_MR, b_src + t * GEMM_NR, ldb, c + t * GEMM_NR,
-                                ldc, alpha, beta, NULL, 1, b + t * b_step);
+                                ldc, alpha, beta, NULL, 1, b + t * b_step, 0);
     else
         for (size_t t = 0; t < tiles; t++)
-            QKV_FN(gemm_tile)(GEMM_MR, 0, 0, 1, GEMM_NR, k, a, 1, GEMM_MR, b + t * b_step, GEMM_NR, c + t * GEMM_NR,
-                              ldc, alpha, beta, NULL);
+            QKV_FN(gemm_tile_x)(GEMM_MR, 0, 0, 1, GEMM_NR, k, a, 1, GEMM_MR, b + t * b_step, GEMM_NR, c + t * GEMM_NR,
+                                ldc, alpha, beta, NULL, 0, NULL, 0);
 }
 
 /* a column of full tiles over one B micropanel (kernels.h), A packed (ROWS = 0: rs 1, cs MR)
@@ -285,7 +297,7 @@ static inline __attribute__((always_inline)) void QKV_FN(gemm_col_tiles)(const i
     size_t t = 0;
     if (b_src != NULL) {
         QKV_FN(gemm_tile_x)(GEMM_MR, 0, ROWS, GEMM_PF_B_OTHER, GEMM_NR, k, a, rs, cs, b_src, ldb, c, ldc, alpha, beta,
-                            tiles > 1 || more ? c + c_step : NULL, 1, b);
+                            tiles > 1 || more ? c + c_step : NULL, 1, b, 1);
         t = 1;
     }
     for (; t < tiles; t++)
