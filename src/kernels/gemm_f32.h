@@ -99,10 +99,11 @@
    and a write-only C (beta == 0) is stores, which the store buffer holds while the lines
    come (the stores along each row train the hardware prefetcher too); there the hints only
    held fill buffers that the B micropanels stream through from L2. Intel Xeon, calls
-   alternated in one process, 15 rounds, median of paired ratios, one thread: AVX2 1024 x
-   1024 x 64 NT 1.032 [1.024 1.051], 4096 x 4096 x 64 NT 1.019, 512^3 and 1024^3 (whose
-   first k block is write-only) 1.00; AVX-512 0.98-1.00 (noise). Without the hints for a
-   C that is read (beta != 0 or a later k block) 1024^3 lost 1-2%. */
+   alternated in one process, 15 rounds, median of paired ratios, one thread, two runs:
+   AVX2 1024 x 1024 x 64 NT 1.032 / 1.022, 2048 x 2048 x 64 NT 1.012, 4096 x 4096 x 64 NT
+   1.019 / 1.006, 1024 x 1024 x 64 A^T 1.019, 512^3, 1000^3, 1024^3 and 2048^3 (whose first
+   k block is write-only) 1.00-1.01; AVX-512 0.98-1.016 (noise); two threads level. Without
+   the hints for a C that is read (beta != 0: a later k block) 1024^3 lost 1-2%. */
 static inline __attribute__((always_inline)) void QKV_FN(gemm_tile_x)(const int MRT, const int EDGE, const int ROWS_IN_PLACE, const int PF_B, size_t nc, size_t k,
                                                                       const float *restrict a, size_t rs_a, size_t cs_a,
                                                                       const float *restrict b, size_t ldb,
