@@ -97,13 +97,15 @@
    PF_C = 1: the tile asks for its rows of C at its start; PF_C = 0 (ukernel_row): only
    where it reads them (beta != 0). In the packed-A order the tiles walk along rows of C,
    and a write-only C (beta == 0) is stores, which the store buffer holds while the lines
-   come (the stores along each row train the hardware prefetcher too); there the hints only
-   held fill buffers that the B micropanels stream through from L2. Intel Xeon, calls
+   come (likely the stores along each row also train the hardware prefetcher); there the
+   hints took fill buffers that the B micropanels stream through from L2. Intel Xeon, calls
    alternated in one process, 15 rounds, median of paired ratios, one thread, two runs:
    AVX2 1024 x 1024 x 64 NT 1.032 / 1.022, 2048 x 2048 x 64 NT 1.012, 4096 x 4096 x 64 NT
    1.019 / 1.006, 1024 x 1024 x 64 A^T 1.019, 512^3, 1000^3, 1024^3 and 2048^3 (whose first
-   k block is write-only) 1.00-1.01; AVX-512 0.98-1.016 (noise); two threads level. Without
-   the hints for a C that is read (beta != 0: a later k block) 1024^3 lost 1-2%. */
+   k block is write-only) 1.00-1.01; AVX-512 0.98-1.016 (noise); two threads level. A small
+   gain: scripts/bench_ab.sh (separate processes) put AVX2 1024 x 1024 x 64 NT at -1.6% and
+   +2.1% in two runs, within the host's noise. Dropping the hints also where C is read
+   (beta != 0: a later k block) measured 0.98-1.01 on the squares. */
 static inline __attribute__((always_inline)) void QKV_FN(gemm_tile_x)(const int MRT, const int EDGE, const int ROWS_IN_PLACE, const int PF_B, size_t nc, size_t k,
                                                                       const float *restrict a, size_t rs_a, size_t cs_a,
                                                                       const float *restrict b, size_t ldb,
