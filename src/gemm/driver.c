@@ -345,14 +345,13 @@ static gemm_plan make_plan_of(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
     const size_t kc = whole ? whole->b.kc : 0;
     if (p.pack_a) {
         p.b = plan_kc(g, 1, ta, m, n, k, kc);
-        p.b.nc = qkv_min(p.b.nc, nc_in_l2(g, p.b.kc));
         p.b.mc = qkv_min(p.b.mc, qkv_round_up((m + ITEMS_WANTED - 1) / ITEMS_WANTED, g->mr));
         if (p.a_by_shape) /* not a row-major A packed for crowding alone */
             p.b.mc = qkv_min(p.b.mc, PA_ITEM_PANELS * g->mr);
     } else {
         p.b = plan_in_place(g, ta, lda, m, n, k, kc);
     }
-    if (whole)
+    if (p.pack_a || whole) /* the packed-A order's B block, or a region's (per task), in L2 */
         p.b.nc = qkv_min(p.b.nc, nc_in_l2(g, p.b.kc));
     cut_rows(g, m, (m + p.b.mc - 1) / p.b.mc, &p); /* as many blocks as MC asks for */
     /* split the columns only as far as needed for ITEMS_WANTED items, and never into
