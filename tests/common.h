@@ -1,6 +1,6 @@
-/* Shared test helpers: a check counter, a deterministic RNG, guard-page buffers, the loop
- * over every ISA the host supports; the references, tolerances and ULP distance are in
- * oracles.h. */
+/* Shared test helpers: a check counter, a deterministic RNG, guard-page buffers, a caller's
+ * pool that runs its tasks last first, the loop over every ISA the host supports; the
+ * references, tolerances and ULP distance are in oracles.h. */
 #ifndef QKV_TEST_COMMON_H
 #define QKV_TEST_COMMON_H
 
@@ -53,6 +53,15 @@ static inline uint64_t rng_u64(void)
 static inline float rng_uniform(float lo, float hi)
 {
     return lo + (hi - lo) * (float)((rng_u64() >> 40) * 0x1p-24);
+}
+
+/* the run of a caller's qkv_threadpool that runs the tasks one after the other, last first
+   (a pool whose order is as far from the built-in one as it gets) */
+static inline void reverse_run(void *pool, void (*task)(void *, size_t), void *arg, size_t n_tasks)
+{
+    (void)pool;
+    for (size_t t = n_tasks; t-- > 0;)
+        task(arg, t);
 }
 
 /* ISAs to test on this host, into out[QKV_ISA_COUNT] (src/isa_list.h): every one

@@ -54,6 +54,22 @@ static inline double gemm_tol(size_t k, double alpha, double mag, double beta_c0
     return 2.0 * (double)k * FLT_EPSILON * fabs(alpha) * mag + 2.0 * FLT_EPSILON * fabs(beta_c0) + slack;
 }
 
+/* One element of C = alpha op(A) op(B) + beta C0 in double, row i of op(A) against column j
+ * of op(B) (A row-major, op(A) = A^T where ta; B likewise with tb), and in *tol its bound
+ * (gemm_tol with that slack). alpha == 0 or k == 0: the product adds 0 (A and B are not
+ * read, as the contract says, so an Inf or NaN there does not count); beta == 0: *c0 is not
+ * read either. */
+static inline double ref_gemm_elem(int ta, int tb, const float *a, size_t lda, const float *b, size_t ldb, size_t k,
+                                   size_t i, size_t j, float alpha, float beta, const float *c0, double slack,
+                                   double *tol)
+{
+    double mag;
+    const double dot = ref_dot(ta ? a + i : a + i * lda, ta ? lda : 1, tb ? b + j * ldb : b + j, tb ? 1 : ldb, k, &mag);
+    const double beta_c0 = beta == 0.0f ? 0.0 : beta * (double)*c0;
+    *tol = gemm_tol(k, alpha, mag, beta_c0, slack);
+    return (alpha == 0.0f || k == 0 ? 0.0 : alpha * dot) + beta_c0;
+}
+
 /* ---- softmax and attention ----------------------------------------------------------- */
 
 /* One softmax weight ref = exp(arg) / sum with arg = s x - max (double): the exp error

@@ -245,14 +245,6 @@ static int same_bits(const float *a, const float *b, size_t n)
 
 static qkv_threadpool *g_pool[5]; /* [n]: n threads, 1..4 */
 
-/* a caller's pool that runs the tasks one after the other, last first */
-static void reverse_run(void *pool, void (*task)(void *, size_t), void *arg, size_t n)
-{
-    (void)pool;
-    for (size_t t = n; t-- > 0;)
-        task(arg, t);
-}
-
 /* ---- one case: reference, guard page after O, threads bit-identical ---------------- */
 
 static void run_case(const acase *c, int threads)

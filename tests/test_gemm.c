@@ -59,13 +59,9 @@ static void run_case(const gemm_case *t)
     double worst = 0.0;
     for (size_t i = 0; i < t->m; i++) {
         for (size_t j = 0; j < t->n; j++) {
-            /* row i of op(A) against column j of op(B) */
-            double mag;
-            const double s = ref_dot(t->ta ? a + i : a + i * t->lda, t->ta ? t->lda : 1, t->tb ? b + j * t->ldb : b + j,
-                                     t->tb ? 1 : t->ldb, t->k, &mag);
-            const double beta_cin = t->beta == 0.0f ? 0.0 : t->beta * (double)c0[i * t->ldc + j];
-            const double ref = t->alpha * s + beta_cin;
-            const double tol = gemm_tol(t->k, t->alpha, mag, beta_cin, FLT_MIN);
+            double tol;
+            const double ref = ref_gemm_elem(t->ta, t->tb, a, t->lda, b, t->ldb, t->k, i, j, t->alpha, t->beta,
+                                             c0 + i * t->ldc + j, FLT_MIN, &tol);
             const double err = fabs((double)c[i * t->ldc + j] - ref);
             if (!(err <= tol)) {
                 if (bad++ == 0)

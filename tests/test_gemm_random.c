@@ -39,13 +39,6 @@ static size_t near(size_t x)
     return x + d >= 2 ? x + d - 1 : 1;
 }
 
-static void reverse_run(void *pool, void (*task)(void *, size_t), void *arg, size_t n_tasks)
-{
-    (void)pool;
-    for (size_t t = n_tasks; t-- > 0;)
-        task(arg, t);
-}
-
 typedef struct limits {
     size_t mr, nr, mc, kc, nc_l2, kc_pa, pa;
 } limits;
@@ -170,13 +163,10 @@ static void run_tile(const limits *l, size_t cases, size_t *done)
                 i = pick(0, m - 1);
                 j = pick(0, n - 1);
             }
-            double mag;
-            const double dot = ref_dot(ta ? a + i : a + i * lda, ta ? lda : 1, tb ? b + j * ldb : b + j, tb ? 1 : ldb,
-                                       k, &mag);
-            const double beta_c0 = beta == 0.0f ? 0.0 : beta * (double)c0[i * ldc + j];
-            const double want = (double)alpha * dot + beta_c0;
+            double tol;
+            const double want = ref_gemm_elem(ta, tb, a, lda, b, ldb, k, i, j, alpha, beta, c0 + i * ldc + j, FLT_MIN, &tol);
             const double got = ref[i * ldc + j];
-            if (!(fabs(got - want) <= gemm_tol(k, alpha, mag, beta_c0, FLT_MIN)) && bad++ == 0)
+            if (!(fabs(got - want) <= tol) && bad++ == 0)
                 fprintf(stderr, "    %s: C(%zu,%zu) = %.9g, reference %.9g\n", what, i, j, got, want);
         }
         for (size_t i = 0; i < m; i++)

@@ -107,14 +107,6 @@ static void test_pool(void)
     printf("  pool: 1..7 threads and one per CPU, concurrent callers, 1000 create/destroy\n");
 }
 
-/* a caller's pool that runs the tasks one after the other, last first */
-static void reverse_run(void *pool, void (*task)(void *, size_t), void *arg, size_t n_tasks)
-{
-    (void)pool;
-    for (size_t t = n_tasks; t-- > 0;)
-        task(arg, t);
-}
-
 /* ---- 2: qkv_gemm_ex ---------------------------------------------------------------- */
 
 typedef struct shape {

@@ -66,13 +66,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t size)
                         FAIL("padding C(%zu,%zu) written", i, jj);
                     continue;
                 }
-                /* row i of op(A) against column jj of op(B) */
-                double mag;
-                const double dot = ref_dot(ta ? a + i : a + i * lda, ta ? lda : 1, tb ? b + jj * ldb : b + jj,
-                                           tb ? 1 : ldb, k, &mag);
-                const double beta_cv = beta == 0.0f ? 0.0 : beta * (double)c0[i * ldc + jj];
-                const double ref = (alpha == 0.0f || k == 0 ? 0.0 : alpha * dot) + beta_cv;
-                const double tol = gemm_tol(k, alpha, mag, beta_cv, 1e-30);
+                double tol;
+                const double ref = ref_gemm_elem(ta, tb, a, lda, b, ldb, k, i, jj, alpha, beta, c0 + i * ldc + jj,
+                                                 1e-30, &tol);
                 if (!(fabs(got - ref) <= tol))
                     FAIL("%c%c %zux%zux%zu C(%zu,%zu) = %.9g, ref %.9g", ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, i,
                          jj, got, ref);
