@@ -378,8 +378,10 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static unsigned char g_supported[QKV_ISA_COUNT];
 
 /* per qkv_isa and GEMM tile (qkv_gemm_tile_of): the blocking of a built ISA's tile,
-   written once inside pthread_once */
+   written once inside pthread_once (g_blocking_start keeps it), afterwards only by
+   qkv_gemm_blocking_want() in tests */
 static qkv_gemm_blocking g_blocking[QKV_ISA_COUNT][QKV_GEMM_TILES];
+static qkv_gemm_blocking g_blocking_start[QKV_ISA_COUNT][QKV_GEMM_TILES];
 
 /* ---- GEMM tiles ------------------------------------------------------------------------ */
 
@@ -456,6 +458,8 @@ static void init_tile(void)
                 env);
 }
 
+static void blocking_from_env(qkv_isa chosen, const char *env, const qkv_caches *caches);
+
 /* the derived blocking of every built ISA; QKV_GEMM_BLOCKING=mc,kc,nc replaces the one of
    the chosen ISA when valid for its tile (else one message and no change), "show" prints
    the caches and every built ISA's blocking */
@@ -471,11 +475,18 @@ static void init_blocking(qkv_isa chosen)
                 g->mr, g->nr, &caches, t->isa == QKV_ISA_AVX512 && avx512_half_rate, qkv_gemm_blocking_fallback(g));
     }
     const char *env = getenv("QKV_GEMM_BLOCKING");
-    if (env == NULL || *env == '\0')
-        return;
+    if (env != NULL && *env != '\0')
+        blocking_from_env(chosen, env, &caches);
+    memcpy(g_blocking_start, g_blocking, sizeof g_blocking);
+}
+
+/* QKV_GEMM_BLOCKING: "show", or mc,kc,nc for the chosen ISA's tile (init_blocking) */
+static void blocking_from_env(qkv_isa chosen, const char *env, const qkv_caches *caches)
+{
     if (strcmp(env, "show") == 0) {
         fprintf(stderr, "libqkv: caches per core: L1d %zu B %zu-way, L2 %zu B %zu-way, L3 %zu B %zu-way\n",
-                caches.l1d.size, caches.l1d.ways, caches.l2.size, caches.l2.ways, caches.l3.size, caches.l3.ways);
+                caches->l1d.size, caches->l1d.ways, caches->l2.size, caches->l2.ways, caches->l3.size,
+                caches->l3.ways);
         for (size_t i = 0; qkv_kernels_built(i) != NULL; i++) {
             const qkv_kernels *t = qkv_kernels_built(i);
             const qkv_gemm_kernels *g;
@@ -549,6 +560,17 @@ static void init_once(void)
     init_tile();
     init_blocking(chosen);
     atomic_store_explicit(&g_active, table_for(chosen), memory_order_release);
+}
+
+void qkv_gemm_blocking_want(const qkv_gemm_kernels *g, const qkv_gemm_blocking *b)
+{
+    pthread_once(&g_once, init_once);
+    for (size_t i = 0; qkv_kernels_built(i) != NULL; i++) {
+        const qkv_kernels *t = qkv_kernels_built(i);
+        for (size_t j = 0; qkv_gemm_tile_of(t, j) != NULL; j++)
+            if (qkv_gemm_tile_of(t, j) == g)
+                g_blocking[t->isa][j] = b != NULL ? *b : g_blocking_start[t->isa][j];
+    }
 }
 
 qkv_gemm_blocking qkv_gemm_blocking_of(const qkv_gemm_kernels *g)

@@ -164,9 +164,13 @@ typedef struct qkv_gemm_kernels {
 
 /* The cache blocking the GEMM driver uses with the kernels g (one of the built tables'):
    derived once (pthread_once) from the register tile and this machine's caches, or
-   QKV_GEMM_BLOCKING for the ISA chosen at start-up; read-only afterwards, so a function of
-   the machine only. */
+   QKV_GEMM_BLOCKING for the ISA chosen at start-up; read-only afterwards (tests aside:
+   qkv_gemm_blocking_want), so a function of the machine only. */
 qkv_gemm_blocking qkv_gemm_blocking_of(const qkv_gemm_kernels *g);
+/* tests: qkv_gemm_blocking_of(g) returns *b from now on (any blocking qkv_gemm_blocking_parse
+   or qkv_gemm_blocking_derive gives: another machine's, the tuning knob's), NULL: the one of
+   start-up again. Not thread-safe: no GEMM or attention call may be running. */
+void qkv_gemm_blocking_want(const qkv_gemm_kernels *g, const qkv_gemm_blocking *b);
 
 /* the ISA's own constants, where the caches cannot be read: one KC and NC for both orders */
 static inline qkv_gemm_blocking qkv_gemm_blocking_fallback(const qkv_gemm_kernels *g)

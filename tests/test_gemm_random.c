@@ -11,7 +11,12 @@
  * crosses them (transposes, leading dimensions that crowd an L1 set, alpha, beta, NaN in a
  * write-only C, thread counts) on shapes nobody picked. The generator is deterministic
  * (tests/common.h), so a failure names a case that reproduces; argument 1 sets the number of
- * cases per tile (default 60, 30 under qemu, where m n k stays below 4e6). */
+ * cases per tile (default 60, 30 under qemu, where m n k stays below 4e6).
+ * The same cases run again under blockings other than this machine's (qkv_gemm_blocking_want),
+ * so that every machine tests the paths another one takes: the blocking an AMD Zen 4 derives
+ * for a half-rate core (its A packed MR rows at a time where they crowd an L1 set, a deeper KC
+ * and a wider NC for the packed-A order), then blockings drawn as QKV_GEMM_BLOCKING would set
+ * them (tiny to large MC, KC, NC: many partial blocks), on this machine's and Zen 4's. */
 #include "common.h"
 
 #include "gemm/blocking.h"
@@ -41,6 +46,8 @@ static size_t near(size_t x)
 
 typedef struct limits {
     size_t mr, nr, mc, kc, nc_l2, kc_pa, pa;
+    int crowd; /* the blocking packs a row-major A whose rows crowd an L1 set: draw such an lda
+                  half of the time */
 } limits;
 
 static size_t draw_m(const limits *l)
@@ -111,7 +118,9 @@ static void run_tile(const limits *l, size_t cases, size_t *done)
         c++;
         const qkv_trans ta = (qkv_trans)pick(0, 1), tb = (qkv_trans)pick(0, 1);
         const size_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
-        const size_t lda = draw_ld(a_cols), ldb = draw_ld(b_cols), ldc = draw_ld(n);
+        const int crowd = l->crowd && !ta && a_cols <= 4096 && pick(0, 1);
+        const size_t lda = crowd ? (a_cols + 1023) / 1024 * 1024 : draw_ld(a_cols);
+        const size_t ldb = draw_ld(b_cols), ldc = draw_ld(n);
         const float alpha = alphas[pick(0, 4)], beta = betas[pick(0, 4)];
         const int nan_c = beta == 0.0f && pick(0, 1);
         const size_t na = a_rows * lda, nb = b_rows * ldb, nc = m * ldc + 1; /* + the float past C */
@@ -183,6 +192,21 @@ static void run_tile(const limits *l, size_t cases, size_t *done)
     }
 }
 
+/* the cases of run_tile under blocking bl of tile g (qkv_gemm_blocking_want) */
+static void run_blocking(const qkv_gemm_kernels *g, const qkv_gemm_blocking *bl, size_t cases, size_t *done,
+                         const char *isa, const char *what)
+{
+    qkv_gemm_blocking_want(g, bl);
+    const qkv_gemm_blocking b = qkv_gemm_blocking_of(g);
+    const limits l = {g->mr, g->nr, b.mc, b.kc, b.nc_l2, b.kc_pa, g->pack_a_panels != 0 ? g->pack_a_panels : 8,
+                      b.pa_crowd != 0 && g->pack_a_panels != 0};
+    const long before = g_failures;
+    run_tile(&l, cases, done);
+    printf("  %s tile %zux%zu, %s (mc,kc,nc %zu,%zu,%zu; packed-A order kc,nc %zu,%zu%s): %zu random cases, %s\n", isa,
+           g->mr, g->nr, what, b.mc, b.kc, b.nc, b.kc_pa, b.nc_l2, l.crowd ? ", A packed where rows crowd" : "",
+           cases, g_failures == before ? "all bit-identical across thread settings and within the bound" : "FAILURES above");
+}
+
 int main(int argc, char **argv)
 {
     const size_t cases = argc > 1 ? (size_t)strtoul(argv[1], NULL, 10) : CASES_DEFAULT;
@@ -199,14 +223,26 @@ int main(int argc, char **argv)
         const qkv_gemm_kernels *g;
         for (size_t j = 0; (g = qkv_gemm_tile_of(qkv_kernels_active(), j)) != NULL; j++) {
             qkv_gemm_tile_want(g->mr, g->nr);
-            const qkv_gemm_blocking bl = qkv_gemm_blocking_of(g);
-            const limits l = {g->mr, g->nr, bl.mc, bl.kc, bl.nc_l2, bl.kc_pa,
-                              g->pack_a_panels != 0 ? g->pack_a_panels : 8};
-            const long before = g_failures;
-            run_tile(&l, cases, &done);
-            printf("  %s tile %zux%zu: %zu random cases, %s\n", qkv_isa_name(isas[i]), g->mr, g->nr, cases,
-                   g_failures == before ? "all bit-identical across thread settings and within the bound"
-                                        : "FAILURES above");
+            const char *isa = qkv_isa_name(isas[i]);
+            const qkv_gemm_blocking mine = qkv_gemm_blocking_of(g);
+            run_blocking(g, NULL, cases, &done, isa, "this machine's blocking");
+            /* AMD Zen 4 (gemm/blocking.h: 32 KiB 8-way L1, 1 MiB 8-way L2), a half-rate core */
+            const qkv_caches zen4 = {{32768, 8, 64}, {1048576, 8, 64}, {33554432, 16, 64}};
+            const qkv_gemm_blocking half = qkv_gemm_blocking_derive(g->mr, g->nr, &zen4, 1, qkv_gemm_blocking_fallback(g));
+            CHECK(half.pa_crowd != 0 && half.kc_pa > half.kc, "%s tile %zux%zu: Zen 4's half-rate blocking", isa,
+                  g->mr, g->nr);
+            run_blocking(g, &half, cases, &done, isa, "Zen 4's half-rate blocking");
+            for (int r = 0; r < 4; r++) { /* the tuning knob's blockings */
+                qkv_gemm_blocking bl = r % 2 ? half : mine;
+                char text[64];
+                snprintf(text, sizeof text, "%zu,%zu,%zu", g->mr * pick(1, 64), pick(QKV_GEMM_KC_MIN, 700),
+                         g->nr * pick(1, 64));
+                CHECK(qkv_gemm_blocking_parse(text, g->mr, g->nr, &bl), "%s: a valid blocking", text);
+                char what[160];
+                snprintf(what, sizeof what, "QKV_GEMM_BLOCKING=%s on %s", text, r % 2 ? "Zen 4's" : "this machine's");
+                run_blocking(g, &bl, (cases + 7) / 8, &done, isa, what);
+            }
+            qkv_gemm_blocking_want(g, NULL);
         }
         qkv_gemm_tile_want(0, 0);
     }
