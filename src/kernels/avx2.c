@@ -17,8 +17,8 @@
 #define GEMM_MC 144
 #define GEMM_KC 384
 #define GEMM_NC 4080
-/* the driver's packed-A order (gemm/driver.c) from 64 B panels (n >= 2048, or n >= 1024
-   with more than 32 row panels, m > 192): there a row of C takes a page or more, and the
+/* the driver's packed-A order (gemm/driver.c) from 60 B panels (n >= 1920, or n >= 960
+   with more than 32 row panels, m > 192): there a row of C takes about a page, and the
    in-place order, which walks its B micropanel down an MC block of rows (up to 894 on an
    Intel Xeon with a 2 MiB L2), writes each tile's 6 rows into 6 pages, more pages per
    column than the DTLB holds, where the packed-A order walks C along its rows (the likely
@@ -29,14 +29,18 @@
    2048 x 256 1.05x / 1.04x, 200 x 1024 x 512 1.03x / 0.97x. From 8 panels, as AVX-512
    does, the narrower shapes lost on two threads (256^3 0.97x, 300^3 0.96x, 512^3 0.96x,
    1000 x 500 x 500 0.95x; one thread 0.99-1.01x), and from 32 as well (two threads: 512^3
-   0.95x, 768^3 0.96x, 600 x 800 x 700 0.96x; 1000^3 1.04x / 1.02x). B prefetched 8 k
-   steps ahead in that order, where its micropanels stream from L2: 2048^3 1.02x, 1024 x
-   1024 x 64 NT 1.03x, 4096 x 4096 x 64 NT 1.01x against none; only there
+   0.95x, 768^3 0.96x, 600 x 800 x 700 0.96x; 1000^3 1.04x / 1.02x). From 60 rather than
+   64 (n from 960, not 1024), the same Xeon, 11-15 rounds, one thread / two: 1000^3 1.04-1.08x
+   / 1.04-1.05x, 960^3 1.04x / 1.01x, 984^3 1.03x / 1.02x, 1000 x 1000 x 512 1.04x / 1.01x,
+   200 x 1000 x 512 1.03x / 1.01x; 600 x 1000 x 700, 1000 x 960 x 300 and 1000 x 1000 x 64
+   NT 0.99-1.02x. B prefetched 8 k steps ahead in that order, where its micropanels stream
+   from L2: 2048^3 1.02x, 1024 x 1024 x 64 NT 1.03x, 4096 x 4096 x 64 NT 1.01x against
+   none; only there
    (GEMM_PF_B_ROW_ONLY): where the B micropanel stays in L1 (the in-place order, attention)
    the prefetch takes load slots for nothing (in-place order without it 300^3, 512^3,
    1000^3 and 1000 x 500 x 500 1.01x, 2048^3 level; sdpa 1024 x 64 and 2048 x 64 ran 5-7%
    slower with it, bench_ab). */
-#define GEMM_PACK_A_PANELS 64
+#define GEMM_PACK_A_PANELS 60
 #define GEMM_PF_B_ROWS 8
 #define GEMM_PF_B_ROW_ONLY 1
 /* the k loop unrolled 4 steps a trip (kernels/avx512.c says why): with the packed-A

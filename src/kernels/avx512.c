@@ -54,7 +54,7 @@
    threads 1.03-1.58x (the row panels make more items than the in-place order's column
    chunks: 256^3 1.04-1.37x, 1000 x 500 x 500 1.23-1.32x). Not re-measured on a half-rate
    core (Zen 4). The AVX2 6 x 16 tile there: 0.96-1.0x on the squares and 1024 x 1024 x 64,
-   1.25x on 4096 x 4096 x 64; it takes the packed-A order from 64 B panels (kernels/avx2.c).
+   1.25x on 4096 x 4096 x 64; it takes the packed-A order from 60 B panels (kernels/avx2.c).
    Since the in-place order splits its rows too where it has few items, the driver keeps A
    in place below 16 B panels where m is at most 32 row panels (PA_MIN_PANELS): on an Intel
    Xeon (2 vCPUs, 48 KiB L1d, 2 MiB L2), 21 rounds of calls alternated in one process,
