@@ -35,11 +35,10 @@
    200 x 1000 x 512 1.03x / 1.01x; 600 x 1000 x 700, 1000 x 960 x 300 and 1000 x 1000 x 64
    NT 0.99-1.02x. B prefetched 8 k steps ahead in that order, where its micropanels stream
    from L2: 2048^3 1.02x, 1024 x 1024 x 64 NT 1.03x, 4096 x 4096 x 64 NT 1.01x against
-   none; only there
-   (GEMM_PF_B_ROW_ONLY): where the B micropanel stays in L1 (the in-place order, attention)
-   the prefetch takes load slots for nothing (in-place order without it 300^3, 512^3,
-   1000^3 and 1000 x 500 x 500 1.01x, 2048^3 level; sdpa 1024 x 64 and 2048 x 64 ran 5-7%
-   slower with it, bench_ab). */
+   none; only there (GEMM_PF_B_ROW_ONLY): where the B micropanel stays in L1 (the in-place
+   order, attention) the prefetch takes load slots for nothing (in-place order without it
+   300^3, 512^3, 1000^3 and 1000 x 500 x 500 1.01x, 2048^3 level; sdpa 1024 x 64 and 2048 x
+   64 ran 5-7% slower with it, bench_ab). */
 #define GEMM_PACK_A_PANELS 60
 #define GEMM_PF_B_ROWS 8
 #define GEMM_PF_B_ROW_ONLY 1
