@@ -104,16 +104,26 @@ def main():
         check(rc == 1 and "gemm/qkv-avx2/1024x1024x1024/NN" in tail and "openblas" not in tail and "blis" not in tail,
               "one libqkv row 3x slower among slow peers fails and only it is named", out)
 
-        mem = {**base_times, "decode/qkv-avx2/16384x64/q1": 1e5, "gemm/qkv-avx2/1x4096x64/NT": 1e4}
+        mem = {**base_times, "decode/qkv-avx2/16384x64/q1": 1e5, "gemm/qkv-avx2/1x4096x64/NT": 1e4,
+               "exp/avx2/4194304": 2e6, "softmax/avx512/4194304": 2e6, "dot/avx512/65536": 3e3}
         mbase = write(d, "mbase.json", mem)
-        mem_slow = {**mem, "decode/qkv-avx2/16384x64/q1": 2.6e5, "gemm/qkv-avx2/1x4096x64/NT": 3e4}
-        shown = ("--threshold", "1.0", "--shown-only", r"^(decode|gemv_[tn])/|/1x[0-9]+x[0-9]+/")
+        mem_slow = {**mem, "decode/qkv-avx2/16384x64/q1": 2.6e5, "gemm/qkv-avx2/1x4096x64/NT": 3e4,
+                    "exp/avx2/4194304": 4.4e6, "softmax/avx512/4194304": 5e6}
+        shown = ("--threshold", "1.0", "--memory-bound-shown")
         rc, out = run(mbase, write(d, "mem_slow.json", mem_slow), *shown)
-        check(rc == 0 and out.count("not gated, slower") == 2,
-              "memory-bound rows under --shown-only are shown as slower but not gated", out)
-        mem_slow["exp/avx2/4096"] *= 3.0
-        rc, out = run(mbase, write(d, "mem_slow2.json", mem_slow), *shown)
-        check(rc == 1 and "exp/avx2/4096" in out.split("regression(s)")[-1], "... while the other rows still gate", out)
+        check(rc == 0 and out.count("not gated, slower") == 4,
+              "memory-bound rows (decode, m = 1, exp/softmax over 4194304 floats) under --memory-bound-shown "
+              "are shown as slower but not gated", out)
+        rc, out = run(mbase, write(d, "mem_slow.json", mem_slow), "--threshold", "1.0")
+        check(rc == 1 and out.count("REGRESSED") == 4, "... and gate without it", out)
+        rc, out = run(mbase, write(d, "mem_slow.json", mem_slow), "--threshold", "1.0", "--shown-only", "^decode/")
+        check(rc == 1 and out.count("REGRESSED") == 3 and out.count("not gated, slower") == 1,
+              "--shown-only REGEX alone shows only the rows it names", out)
+        for row in ("exp/avx2/4096", "dot/avx512/65536"):
+            slow2 = {**mem_slow, row: mem_slow[row] * 3.0}
+            rc, out = run(mbase, write(d, "mem_slow2.json", slow2), *shown, "--shown-only", "^gemv_t/")
+            check(rc == 1 and out.split("regression(s) beyond 100%:")[-1].split() == [row + ":", "+200.0%"],
+                  f"... while the other rows still gate ({row}, cache-resident)", out)
 
         # a new ISA no script names: libqkv's when the context lists it, whose peak (the
         # highest both runs have) is the one that normalises
