@@ -562,27 +562,35 @@ static void init_once(void)
     atomic_store_explicit(&g_active, table_for(chosen), memory_order_release);
 }
 
+/* the slot of tile g in g_blocking and g_blocking_start: 1 and *isa, *j where a built table
+   has g, else 0 */
+static int blocking_slot(const qkv_gemm_kernels *g, size_t *isa, size_t *j)
+{
+    for (size_t i = 0; qkv_kernels_built(i) != NULL; i++) {
+        const qkv_kernels *t = qkv_kernels_built(i);
+        for (size_t k = 0; qkv_gemm_tile_of(t, k) != NULL; k++)
+            if (qkv_gemm_tile_of(t, k) == g) {
+                *isa = (size_t)t->isa;
+                *j = k;
+                return 1;
+            }
+    }
+    return 0;
+}
+
 void qkv_gemm_blocking_want(const qkv_gemm_kernels *g, const qkv_gemm_blocking *b)
 {
     pthread_once(&g_once, init_once);
-    for (size_t i = 0; qkv_kernels_built(i) != NULL; i++) {
-        const qkv_kernels *t = qkv_kernels_built(i);
-        for (size_t j = 0; qkv_gemm_tile_of(t, j) != NULL; j++)
-            if (qkv_gemm_tile_of(t, j) == g)
-                g_blocking[t->isa][j] = b != NULL ? *b : g_blocking_start[t->isa][j];
-    }
+    size_t isa, j;
+    if (blocking_slot(g, &isa, &j))
+        g_blocking[isa][j] = b != NULL ? *b : g_blocking_start[isa][j];
 }
 
 qkv_gemm_blocking qkv_gemm_blocking_of(const qkv_gemm_kernels *g)
 {
     pthread_once(&g_once, init_once);
-    for (size_t i = 0; qkv_kernels_built(i) != NULL; i++) {
-        const qkv_kernels *t = qkv_kernels_built(i);
-        for (size_t j = 0; qkv_gemm_tile_of(t, j) != NULL; j++)
-            if (qkv_gemm_tile_of(t, j) == g)
-                return g_blocking[t->isa][j];
-    }
-    return qkv_gemm_blocking_fallback(g);
+    size_t isa, j;
+    return blocking_slot(g, &isa, &j) ? g_blocking[isa][j] : qkv_gemm_blocking_fallback(g);
 }
 
 const qkv_kernels *qkv_kernels_active(void)

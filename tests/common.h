@@ -97,6 +97,11 @@ typedef struct guarded {
     int where;
 } guarded;
 
+/* the caches of an AMD Zen 4 EPYC (a half-rate AVX-512 core of this machine kind), as a
+   qkv_caches initializer (gemm/blocking.h): 32 KiB 8-way L1d, 1 MiB 8-way L2, 32 MiB 16-way
+   L3 per CCD, 64-byte lines. For the GEMM tests that run the blocking such a core derives */
+#define ZEN4_CACHES {{32768, 8, 64}, {1048576, 8, 64}, {33554432, 16, 64}}
+
 #define CANARY 0xA5
 
 static inline void *guarded_alloc_bytes(guarded *g, size_t bytes, int where)

@@ -332,7 +332,7 @@ static void test_blocking_model(void)
           "model: a shallower KC widens it in proportion (129: 2016, a multiple of NR), up to NC (64)");
     /* a half-rate core (AMD Zen 4, AVX-512): the packed order's A micropanel in half of L1,
        its B block from L3 like the other order's; the other order unchanged */
-    const qkv_caches zen4 = {zen3_l1, {1048576, 8, 64}, {16777216, 16, 64}};
+    const qkv_caches zen4 = ZEN4_CACHES;
     const qkv_gemm_blocking full = qkv_gemm_blocking_derive(12, 32, &zen4, 0, fb);
     b = qkv_gemm_blocking_derive(12, 32, &zen4, 1, fb);
     CHECK(full.kc == 160 && full.kc_pa == 160 && full.nc_l2 == 800 && full.pa_crowd == 0,

@@ -90,6 +90,13 @@ static size_t draw_k(const limits *l)
     }
 }
 
+/* the next multiple of 1024 floats from `cols`: rows 4 KiB apart or a multiple of that,
+   which share an L1 set */
+static size_t crowding_ld(size_t cols)
+{
+    return (cols + 1023) / 1024 * 1024;
+}
+
 /* the leading dimension of a matrix of `cols` columns: as tight as it gets, a little
    padding, or (rarely) the next multiple of 1024 floats, whose rows share an L1 set */
 static size_t draw_ld(size_t cols)
@@ -99,7 +106,7 @@ static size_t draw_ld(size_t cols)
     case 1: return cols;
     case 2: return cols + 1;
     case 3: return cols + pick(2, 40);
-    case 4: return cols <= 4096 ? (cols + 1023) / 1024 * 1024 : cols;
+    case 4: return cols <= 4096 ? crowding_ld(cols) : cols;
     default: return cols + 16;
     }
 }
@@ -119,7 +126,7 @@ static void run_tile(const limits *l, size_t cases, size_t *done)
         const qkv_trans ta = (qkv_trans)pick(0, 1), tb = (qkv_trans)pick(0, 1);
         const size_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
         const int crowd = l->crowd && !ta && a_cols <= 4096 && pick(0, 1);
-        const size_t lda = crowd ? (a_cols + 1023) / 1024 * 1024 : draw_ld(a_cols);
+        const size_t lda = crowd ? crowding_ld(a_cols) : draw_ld(a_cols);
         const size_t ldb = draw_ld(b_cols), ldc = draw_ld(n);
         const float alpha = alphas[pick(0, 4)], beta = betas[pick(0, 4)];
         const int nan_c = beta == 0.0f && pick(0, 1);
@@ -226,8 +233,7 @@ int main(int argc, char **argv)
             const char *isa = qkv_isa_name(isas[i]);
             const qkv_gemm_blocking mine = qkv_gemm_blocking_of(g);
             run_blocking(g, NULL, cases, &done, isa, "this machine's blocking");
-            /* AMD Zen 4 (gemm/blocking.h: 32 KiB 8-way L1, 1 MiB 8-way L2), a half-rate core */
-            const qkv_caches zen4 = {{32768, 8, 64}, {1048576, 8, 64}, {33554432, 16, 64}};
+            const qkv_caches zen4 = ZEN4_CACHES; /* AMD Zen 4, a half-rate core */
             const qkv_gemm_blocking half = qkv_gemm_blocking_derive(g->mr, g->nr, &zen4, 1, qkv_gemm_blocking_fallback(g));
             CHECK(half.pa_crowd != 0 && half.kc_pa > half.kc, "%s tile %zux%zu: Zen 4's half-rate blocking", isa,
                   g->mr, g->nr);
