@@ -36,6 +36,20 @@ def derived_blocking(bench, isa):
     sys.exit(f"tune_gemm: no derived blocking for {isa} in:\n{out}")
 
 
+def detected_isa(bench):
+    """the best ISA this CPU runs, as the library detects it (the context of a run of one small
+    row; a build carries every ISA of its architecture, whatever the CPU runs)"""
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        cmd = [bench, "--benchmark_filter=^gemm/qkv-scalar/64x64x64/NN$", "--benchmark_min_time=0.001",
+               f"--benchmark_out={f.name}", "--benchmark_out_format=json"]
+        r = subprocess.run(cmd, env={k: v for k, v in os.environ.items() if not k.startswith("QKV_")},
+                           capture_output=True, text=True)
+        try:
+            return json.load(open(f.name))["context"]["libqkv_isa_detected"]
+        except (OSError, ValueError, KeyError):
+            sys.exit(f"tune_gemm: {' '.join(cmd)} did not say which ISA this CPU runs; set QKV_ISA:\n{r.stderr}")
+
+
 def grid(mr, nr, mc, kc, nc):
     def mcs(x):
         return max(mr, x // mr * mr)
@@ -67,8 +81,13 @@ def run(bench, isa, cfg, flt, min_time):
         r = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if r.returncode != 0 or "ignored" in r.stderr:
             sys.exit(f"tune_gemm: {' '.join(cmd)} failed:\n{r.stderr}")
-        data = json.load(open(f.name))
-    return {b["name"].split("/", 2)[2]: b["real_time"] for b in data["benchmarks"]}
+        try:
+            rows = json.load(open(f.name))["benchmarks"]
+        except (OSError, ValueError, KeyError):
+            rows = []
+        if not rows:
+            sys.exit(f"tune_gemm: no row of {bench} matches ^gemm/qkv-{isa}/({flt})")
+    return {b["name"].split("/", 2)[2]: b["real_time"] for b in rows}
 
 
 def name(c):
@@ -104,12 +123,7 @@ def main():
     ap.add_argument("--confirm-rounds", type=int, default=5)
     ap.add_argument("--confirm-top", type=int, default=3)
     a = ap.parse_args()
-    probe = subprocess.run([a.bench, "--benchmark_filter=^$"], capture_output=True, text=True,
-                           env=dict(os.environ, QKV_GEMM_BLOCKING="show"))
-    isa = os.environ.get("QKV_ISA")
-    if not isa:
-        names = re.findall(r"gemm blocking (\w+) ", probe.stderr)
-        isa = names[-1]  # the list is in increasing preference; the best built one this CPU runs is assumed
+    isa = os.environ.get("QKV_ISA") or detected_isa(a.bench)
     mr, nr, mc, kc, nc = derived_blocking(a.bench, isa)
     derived = None  # the default: no QKV_GEMM_BLOCKING
     configs = [derived] + grid(mr, nr, mc, kc, nc)
