@@ -320,7 +320,12 @@ static void test_blocking_model(void)
     const qkv_caches unknown_l1 = {{0, 0, 0}, {1048576, 8, 64}, {16777216, 16, 64}};
     qkv_gemm_blocking b = qkv_gemm_blocking_derive(6, 16, &zen3, 0, fb);
     CHECK(b.kc == 320 && b.mc == 306 && b.nc % 16 == 0, "model: 8-way 32 KiB L1, 6x16: KC 320, MC 306");
-    CHECK(b.nc_l2 == 192, "model: 8-way 512 KiB L2, 6x16, KC 320: NC of the packed-A order 192 (half the ways)");
+    CHECK(b.nc_l2 == b.nc && b.nc == 4096,
+          "model: 8-way 512 KiB L2, 6x16, KC 320: half the ways hold 192 columns, 12 micropanels, fewer than "
+          "QKV_GEMM_L2_PANELS_MIN: the packed-A order's B block from L3, NC_L2 = NC 4096");
+    const qkv_caches zen3_no_l3 = {zen3_l1, {524288, 8, 64}, {0, 0, 0}};
+    CHECK(qkv_gemm_blocking_derive(6, 16, &zen3_no_l3, 0, fb).nc_l2 == 192,
+          "model: the same without an L3: NC_L2 192, half the L2 ways");
     b = qkv_gemm_blocking_derive(6, 16, &xeon, 0, fb);
     CHECK(b.kc == 512 && b.nc == 4080, "model: 12-way 48 KiB L1, 6x16: KC 512 (the paper's split), no L3: NC kept");
     b = qkv_gemm_blocking_derive(12, 32, &xeon, 0, fb);

@@ -79,6 +79,8 @@ qkv_gemm_blocking qkv_gemm_blocking_derive(size_t mr, size_t nr, const qkv_cache
         const size_t taken = 1 + ways_of(b.kc * mr * s, w2);
         const size_t cb = caches->l2.ways > taken ? qkv_min(caches->l2.ways / 2, caches->l2.ways - taken) : 1;
         b.nc_l2 = clamp(cb * w2 / (b.kc * s) / nr * nr, nr, QKV_GEMM_NC_DERIVED_MAX / nr * nr);
+        if (b.nc_l2 < QKV_GEMM_L2_PANELS_MIN * nr) /* an L2 too small for the B block: from L3 */
+            b.nc_l2 = nc_from_l3(&caches->l3, nr, b.mc, b.kc_pa, b.nc_l2);
     }
     return b;
 }

@@ -40,6 +40,7 @@ enum {
     QKV_GEMM_MC_MAX = 4096,
     QKV_GEMM_NC_MAX = 8192,
     QKV_GEMM_NC_DERIVED_MAX = 4096,
+    QKV_GEMM_L2_PANELS_MIN = 16, /* the packed-A order's B block in L2 from 16 micropanels */
 };
 
 /* The analytical model of Low, Igual, Smith and Quintana-Orti ("Analytical modeling is
@@ -70,6 +71,16 @@ enum {
          16-way L2, KC 256, model C_B 14 ways = NC 1792) 2048^3 ran at 0.81x of oneDNN with
          NC 2048, 0.94x with 1024 and 0.91x with 512 (interleaved runs, medians); the L2
          also holds the C tiles and what the prefetchers bring ahead.
+         Where that half holds fewer than QKV_GEMM_L2_PANELS_MIN B micropanels, the B block
+         streams from L3 instead (NC_L2 from L3 as NC above, at KC_PA): on an AMD EPYC Zen 3
+         (512 KiB 8-way L2, AVX2 6 x 16, KC 320: half the L2 is 192 columns, 12
+         micropanels) NC_L2 4096 against 192, scripts/bench_ab.sh, 5 rounds x 3
+         repetitions, one thread / two: 1024^3 1.07-1.15x / 1.13x, 2048^3 1.15x / 1.16x,
+         1000^3 1.08x, 1024 x 1024 x 64 B^T 1.00-1.07x / 0.91-1.04x (the noise there),
+         4096 x 4096 x 64 B^T 1.01x. Through QKV_GEMM_BLOCKING, a shallower KC that fits
+         more micropanels in the same half (160 x 384) gained nothing (1.01-1.03x), a deeper
+         KC with the L3 block (384..672) no more than the noise (up to 10% there). The
+         Xeon's 32 micropanels keep the L2 block (above); the bound sits between the two.
      Half rate (half_rate != 0: a core that runs the ISA's vectors through a datapath half
          as wide, two passes an FMA, as AMD Zen 4 does with 512-bit vectors: its AVX-512
          FMA peak equals its AVX2 peak). A k step of the tile then takes twice the cycles
