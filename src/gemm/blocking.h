@@ -81,6 +81,8 @@ enum {
          more micropanels in the same half (160 x 384) gained nothing (1.01-1.03x), a deeper
          KC with the L3 block (384..672) no more than the noise (up to 10% there). The
          Xeon's 32 micropanels keep the L2 block (above); the bound sits between the two.
+         An AMD EPYC Zen 1 (512 KiB L2 as well, 6 x 16 and 4 x 24 at 12 and 10
+         micropanels) takes the L3 block too, not measured there.
      Half rate (half_rate != 0: a core that runs the ISA's vectors through a datapath half
          as wide, two passes an FMA, as AMD Zen 4 does with 512-bit vectors: its AVX-512
          FMA peak equals its AVX2 peak). A k step of the tile then takes twice the cycles
