@@ -35,12 +35,19 @@ from bench_summary import best_isa, fma_peaks, is_libqkv_name, libqkv_isas, medi
 # libqkv's memory-bound rows: they run at the speed of the memory system, not of the FMA
 # units, so time x FMA peak does not carry from one CPU of a machine class to another
 # (another L3 size, another DRAM, another VM neighbour). Decode and gemv stream the KV cache
-# or the matrix; m = 1 GEMM streams B; dot, exp and softmax over vectors of a million
-# floats and more (4194304 in the quick run: 32 MiB of traffic, beyond every L2, at or
-# beyond a 32 MiB L3) stream from L3 or DRAM, whose speed differs from one CPU and VM to
-# another: a CI run on another machine of this kind failed on exp/avx2/4194304 alone, +116%
-# time x peak against its class's baseline, with the exp code unchanged.
-MEMORY_BOUND = r"^(decode|gemv_[tn])/|/1x[0-9]+x[0-9]+/|^(dot|exp|softmax)/[^/]+/[0-9]{7,}$"
+# or the matrix; m = 1 GEMM streams B; the batched attention core with one query row per
+# head (attn/ and ragged/ rows whose shape starts 1x) streams the KV cache; read/ rows are
+# the read loops themselves; dot, exp, softmax and convert over a million elements and more
+# (4194304 floats in the quick run: 32 MiB of traffic, beyond every L2, at or beyond a
+# 32 MiB L3) stream from L3 or DRAM, whose speed differs from one CPU and VM to another: a
+# CI run on another machine of this kind failed on exp/avx2/4194304 alone, +116% time x
+# peak against its class's baseline, with the exp code unchanged. With them, the pool's
+# empty run (pool/), which measures the wake-up of a thread: the OS's and the hypervisor's
+# speed, not the kernels'.
+MEMORY_BOUND = (r"^(decode|gemv_[tn]|read|pool)/"
+                r"|^gemm/[^/]+/1x[0-9]+x[0-9]+/"
+                r"|^(attn|ragged)/[^/]+/[^/]+/1x[0-9]"
+                r"|^(dot|exp|softmax|convert)/[^/]+/([^/]+/)?[0-9]{7,}$")
 
 
 class BadInput(Exception):
@@ -88,8 +95,9 @@ def main(argv=None):
                     help="libqkv rows whose name matches are shown but not gated (e.g. memory-bound rows, "
                          "whose time x FMA peak does not carry across machines)")
     ap.add_argument("--memory-bound-shown", action="store_true",
-                    help="libqkv's memory-bound rows (MEMORY_BOUND: decode, gemv, m = 1 GEMM, dot/exp/softmax "
-                         "over a million floats and more) are shown but not gated; for a baseline from "
+                    help="libqkv's memory-bound rows (MEMORY_BOUND: decode, gemv, m = 1 GEMM, attention with "
+                         "one query row, the read loops, dot/exp/softmax/convert over a million elements and "
+                         "more, and the pool's empty run) are shown but not gated; for a baseline from "
                          "another machine of the class")
     args = ap.parse_args(argv)
     patterns = [p for p in (args.shown_only, MEMORY_BOUND if args.memory_bound_shown else None) if p]

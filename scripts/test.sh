@@ -263,10 +263,10 @@ elif [ ! -f "$baseline" ]; then
 else
     echo "== benchmark regression check (quick run vs ${baseline#"$root"/}, threshold 2x)"
     step bench-quick scripts/bench.sh --quick --json "$pkgdir/bench-quick.json"
-    # memory-bound rows (decode, gemv, m = 1 GEMM, dot/exp/softmax over 4194304 floats) run
-    # at the speed of the memory system, not of the FMA units: time x FMA peak does not carry
-    # from one CPU of a class to another there, so they are shown, not gated
-    # (bench_compare.py MEMORY_BOUND; scripts/bench_ab.sh gates them on one machine)
+    # memory-bound rows (decode, gemv, m = 1 GEMM, one-query attention, dot/exp/softmax over
+    # 4194304 floats, ...) run at the speed of the memory system, not of the FMA units: time x
+    # FMA peak does not carry from one CPU of a class to another there, so they are shown,
+    # not gated (bench_compare.py MEMORY_BOUND; scripts/bench_ab.sh gates them on one machine)
     step bench-regression python3 scripts/bench_compare.py "$baseline" "$pkgdir/bench-quick.json" --threshold 1.0 \
         --memory-bound-shown
     tail -n 3 "$pkgdir/bench-regression.log"

@@ -119,6 +119,19 @@ def main():
         rc, out = run(mbase, write(d, "mem_slow.json", mem_slow), "--threshold", "1.0", "--shown-only", "^decode/")
         check(rc == 1 and out.count("REGRESSED") == 3 and out.count("not gated, slower") == 1,
               "--shown-only REGEX alone shows only the rows it names", out)
+        # the shapes' own names: a batch of one sequence and one head (1x1x1) is not one query row
+        attn = {"attn/qkv-avx2/1x32x8/1x8192x128/causal/t1/real_time": 4e5, "read/qkv-pool/64MiB/t2": 3e6,
+                "pool/qkv-pool/empty/t2": 120.0, "convert/avx2/bf16_f32/1048576": 2e5,
+                "attn/qkv-avx2/1x1x1/2048x2048x64/causal/t1/real_time": 2e7,
+                "attn/qkv-avx2/1x1x1/17x4096x64/full/t1/real_time": 1e6}
+        abase = write(d, "abase.json", {**base_times, **attn})
+        attn_slow = {**base_times, **{k: v * 3.0 for k, v in attn.items()}}
+        rc, out = run(abase, write(d, "attn_slow.json", attn_slow), *shown)
+        tail = out.split("regression(s) beyond 100%:")[-1].split()
+        check(rc == 1 and out.count("not gated, slower") == 4 and sorted(tail[0::2]) == [
+            "attn/qkv-avx2/1x1x1/17x4096x64/full/t1/real_time:", "attn/qkv-avx2/1x1x1/2048x2048x64/causal/t1/real_time:"],
+              "decode attention (one query row), read loops, the empty run and convert over 1048576 elements are not "
+              "gated; attention over many query rows gates, batch and heads of one included", out)
         for row in ("exp/avx2/4096", "dot/avx512/65536"):
             slow2 = {**mem_slow, row: mem_slow[row] * 3.0}
             rc, out = run(mbase, write(d, "mem_slow2.json", slow2), *shown, "--shown-only", "^gemv_t/")
