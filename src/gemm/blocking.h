@@ -21,7 +21,8 @@ typedef struct qkv_gemm_blocking {
     size_t mc, kc, nc;
     size_t l2_way; /* bytes of one L2 way (sets x line), 0 if unknown: qkv_gemm_mc_in_place() */
     size_t nc_l2;  /* NC of the packed-A order, where the block of B is the one that stays in L2
-                      (gemm/driver.c); nc where L2 is unknown */
+                      (gemm/driver.c), or streams from L3 (a half-rate core, an L2 of fewer
+                      than QKV_GEMM_L2_PANELS_MIN micropanels: below); nc where L2 is unknown */
     size_t kc_pa;  /* KC of the packed-A order: kc, except on a half-rate core (below) */
     size_t pa_crowd;  /* a row-major A also takes the packed-A order where more than this many
                          of its MR rows fall into one L1 set (0: never; a half-rate core,
