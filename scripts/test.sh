@@ -267,7 +267,21 @@ else
     # 4194304 floats, ...) run at the speed of the memory system, not of the FMA units: time x
     # FMA peak does not carry from one CPU of a class to another there, so they are shown,
     # not gated (bench_compare.py MEMORY_BOUND; scripts/bench_ab.sh gates them on one machine)
-    step bench-regression python3 scripts/bench_compare.py "$baseline" "$pkgdir/bench-quick.json" --threshold 1.0 \
+    quick_runs=("$pkgdir/bench-quick.json")
+    # A quick run measures each row once, and a busy neighbour or a stolen vCPU can slow any
+    # row of it down (on a shared VM single rows moved by up to +74% from one run to the next,
+    # bench_compare.py says more). So a row beyond 2x gets a second quick run, and each row is
+    # judged by the faster of its two runs: a real regression is slow in both.
+    first_rc=0
+    python3 scripts/bench_compare.py "$baseline" "${quick_runs[@]}" --threshold 1.0 --memory-bound-shown \
+        >"$pkgdir/bench-regression-first.log" 2>&1 || first_rc=$?
+    if [ "$first_rc" = 1 ]; then
+        sed -n '/regression(s) beyond/,$p' "$pkgdir/bench-regression-first.log"
+        echo "  (beyond 2x in the first quick run: a second run, each row judged by its faster run)"
+        scripts/bench.sh --quick --json "$pkgdir/bench-quick-2.json" >"$pkgdir/bench-quick-2.log" 2>&1 || true
+        quick_runs+=("$pkgdir/bench-quick-2.json")
+    fi
+    step bench-regression python3 scripts/bench_compare.py "$baseline" "${quick_runs[@]}" --threshold 1.0 \
         --memory-bound-shown
     tail -n 3 "$pkgdir/bench-regression.log"
 fi

@@ -8,7 +8,9 @@ errors; malformed, empty or missing input exits 2. Only libqkv's rows gate: ever
 slower passes, while one libqkv row 3x slower still fails. libqkv's ISA names come from the
 runs' contexts (libqkv_isas, fma_peak_gflops_<isa>): an ISA no script names ("sve") gates
 when the context lists it and is a peer in a run recorded before libqkv_isas existed; the
-peak that normalises is the highest one both runs have."""
+peak that normalises is the highest one both runs have. Given several new runs, each row is
+judged by its fastest run (each normalised by its own peak): a spike in one run passes, a
+row slow in every run fails."""
 import json
 import os
 import subprocess
@@ -155,6 +157,25 @@ def main():
               "... while runs without libqkv_isas (the old baselines) keep the old names: sve is a peer there", out)
         rc, out = run(sbase, write(d, "snew_old.json", sve), "--threshold", "1.0")
         check(rc == 0 and "(avx2: base" in out, "a run with libqkv_isas compares with one without (common peak avx2)", out)
+
+        # several runs of one build on one machine: each row is judged by its fastest run
+        spike = {**base_times, "exp/avx2/4096": base_times["exp/avx2/4096"] * 3.0}
+        other = {**base_times, "dot/avx2/4096": base_times["dot/avx2/4096"] * 3.0}
+        s1, s2 = write(d, "spike.json", spike), write(d, "other.json", other)
+        rc, out = run(base, s1, "--threshold", "1.0")
+        check(rc == 1, "a row caught in a slow moment (3x) fails a single run", out)
+        rc, out = run(base, s1, s2, "--threshold", "1.0")
+        check(rc == 0 and "the fastest of 2 runs" in out and "in 4 libqkv benchmarks" in out,
+              "... and passes with a second run that measured it at its speed (that run's own spike, on "
+              "another row, passes the same way)", out)
+        rc, out = run(base, s1, write(d, "spike2.json", spike), "--threshold", "1.0")
+        check(rc == 1 and out.split("regression(s) beyond 100%:")[-1].split() == ["exp/avx2/4096:", "+200.0%"],
+              "a row 3x slower in every run still fails, named once", out)
+        busy = {k: v * 2.5 for k, v in base_times.items()}
+        rc, out = run(base, s1, write(d, "busy.json", busy, peak=100.0 / 2.5), "--threshold", "1.0")
+        check(rc == 0 and "new 100.0/40.0 GFLOP/s" in out,
+              "each run is normalised by its own peak (a second run on a machine 2.5x slower, peak too, clears "
+              "the spike)", out)
 
         extra = dict(base_times)
         extra["sdpa/avx2/1024x64"] = 1e6
