@@ -13,7 +13,10 @@ with its median CPU time, rate (GFLOP/s when the benchmark reports FLOP/s, else 
 GB/s, % of the single-core FMA peak, the fastest of the peers present (with how many were
 measured) and ratio = that peer's time / libqkv time (> 1: libqkv is faster).
 
-Several input files (one per benchmark program) can be merged into one with --output.
+Several input files (one per benchmark program) can be merged into one with --output. With
+--medians, the files are runs of the same benchmarks (a baseline recorded from several quick
+runs, README): the output holds one entry per benchmark, the median of its entries in all
+the files, and each fma_peak_gflops_<isa> of the context is the median of the files' peaks.
 """
 import argparse
 import json
@@ -206,16 +209,46 @@ def table(rows, isas):
     return "\n".join(out)
 
 
+def median_runs(data, paths):
+    """data (load(paths)) as one run: per benchmark one 'median' aggregate entry (medians()
+    over every file's entries, repetitions = how many there were), and the context's FMA
+    peaks the medians of the files' own."""
+    counts = {}
+    for b in data["benchmarks"]:
+        if not b.get("error_occurred") and b.get("run_type") != "aggregate":
+            name = b.get("run_name", b["name"])
+            counts[name] = counts.get(name, 0) + 1
+    benchmarks = []
+    for name, entry in medians(data["benchmarks"]).items():
+        entry = dict(entry, name=name + "_median", run_name=name, run_type="aggregate", aggregate_name="median")
+        entry["repetitions"] = counts.get(name, entry.get("repetitions", 1))
+        entry.pop("repetition_index", None)
+        benchmarks.append(entry)
+    peaks = {}
+    for path in paths:
+        if os.path.exists(path) and os.path.getsize(path) > 0:
+            with open(path) as f:
+                for isa, peak in fma_peaks(json.load(f).get("context", {})).items():
+                    peaks.setdefault(isa, []).append(peak)
+    context = dict(data["context"])
+    context.update({PEAK_PREFIX + isa: f"{statistics.median(v):.2f}" for isa, v in peaks.items()})
+    return {"context": context, "benchmarks": benchmarks}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("files", nargs="+", help="Google Benchmark JSON files (--benchmark_out)")
     ap.add_argument("-o", "--output", help="write the merged JSON here")
+    ap.add_argument("--medians", action="store_true",
+                    help="with -o: the files are runs of the same benchmarks; write one median entry per "
+                         "benchmark and the median of the runs' FMA peaks")
     args = ap.parse_args()
 
     data = load(args.files)
     if args.output:
+        out = median_runs(data, args.files) if args.medians else data
         with open(args.output, "w") as f:
-            json.dump(data, f, indent=2)
+            json.dump(out, f, indent=None if args.medians else 2)
     rows = [r for r in (parse(n, e) for n, e in medians(data["benchmarks"]).items()) if r]
     if not rows:
         print("bench_summary: no benchmark results", file=sys.stderr)

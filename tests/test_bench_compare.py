@@ -177,6 +177,28 @@ def main():
               "each run is normalised by its own peak (a second run on a machine 2.5x slower, peak too, clears "
               "the spike)", out)
 
+        # a baseline recorded from several quick runs (bench_summary.py --medians, README): each
+        # row the median of its runs, each peak the median of theirs
+        summary = os.path.join(os.path.dirname(SCRIPT), "bench_summary.py")
+        r1 = write(d, "r1.json", {**base_times, "exp/avx2/4096": base_times["exp/avx2/4096"] * 5.0}, peak=99.0)
+        r2 = write(d, "r2.json", base_times, peak=101.0)
+        r3 = write(d, "r3.json", {k: v * 1.1 for k, v in base_times.items()}, peak=100.0)
+        merged = os.path.join(d, "merged.json")
+        p = subprocess.run([sys.executable, summary, r1, r2, r3, "--medians", "-o", merged], capture_output=True,
+                           text=True)
+        with open(merged) as f:
+            doc = json.load(f)
+        entries = {b["run_name"]: b for b in doc["benchmarks"]}
+        check(p.returncode == 0 and len(doc["benchmarks"]) == len(base_times)
+              and doc["context"]["fma_peak_gflops_avx2"] == "100.00"
+              and entries["exp/avx2/4096"]["cpu_time"] == base_times["exp/avx2/4096"] * 1.1
+              and entries["dot/avx2/4096"]["repetitions"] == 3
+              and all(b["aggregate_name"] == "median" for b in doc["benchmarks"]),
+              "bench_summary --medians: one median entry per row over the runs (a 5x spike in one run does not "
+              "reach the baseline), the median peak", p.stdout + p.stderr + json.dumps(doc)[:2000])
+        rc, out = run(merged, write(d, "after.json", base_times), "--threshold", "0.2")
+        check(rc == 0 and "in 4 libqkv benchmarks" in out, "... and bench_compare reads it as a baseline", out)
+
         extra = dict(base_times)
         extra["sdpa/avx2/1024x64"] = 1e6
         del extra["dot/openblas/4096"]
