@@ -51,4 +51,15 @@
 /* gemv_t_multi 4 x 2 chains + 2 B + 1 x = 11 of 16 YMM; gemv_n_multi 8 chains + 4 broadcasts + 1 B = 13 */
 #define GEMV_T_JB 2
 #define GEMV_N_ACC 8
+/* gemv_ns (m = 1, B row-major): 6 rows of B per pass over the partial sums, not 4 (6
+   broadcasts + the sum + a row of B: 8 of 16 YMM); a third fewer loads and stores of the sums,
+   whose buffer (16 KiB where B comes from memory) shares L1 with the rows of B streaming
+   through it. AMD EPYC Zen 3, the two builds in one process, calls alternated, 21-31 rounds,
+   median of paired ratios, one thread / two: 1x2048x2048 1.21x / 1.09x, 1x1024x4096 1.16x /
+   1.08x, 1x4096x1024 1.09x / 1.10x, 1x3072x768 1.03x / 1.06x, 1x4096x4096 1.02x / 1.02x,
+   1x4096x256 1.02x / 1.04x, 1x1024x1024 0.99x / 1.06-1.08x, 1x1000x999 0.98x / 1.06x,
+   1x512x512 and 1x256x1024 0.99-1.03x. 8 rows: 1x1024x1024 0.97x / 0.90x (likely because
+   8 rows 4 KiB apart fall into one 8-way L1 set; not measured, no PMU there). Each y[j]
+   stays one chain of FMAs in p order. */
+#define GEMV_NS_ROWS 6
 #include "kernels/instantiate.h"

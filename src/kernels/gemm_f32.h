@@ -587,8 +587,8 @@ static inline void QKV_FN(gemv_store)(float *y, size_t w, vf acc, float alpha, f
  * gemv_n walks B a column block at a time: 8 vectors of every row, rows ldb apart, so a B
  * of many MiB is read in 512-byte pieces spread over all of its pages, and neither the
  * hardware prefetcher nor the TLB keeps up. gemv_ns reads B row by row instead: columns in
- * chunks of GEMV_NS_COLS, four rows at a time, each row a contiguous segment of the chunk,
- * the partial sums of the chunk in an L1 buffer. Each y[j] is one chain of FMAs over p in
+ * chunks of GEMV_NS_COLS, GEMV_NS_ROWS rows at a time, each row a contiguous segment of the
+ * chunk, the partial sums of the chunk in an L1 buffer. Each y[j] is one chain of FMAs over p in
  * order, then alpha and beta: the same in every chunking of the columns.
  * No software prefetch: the row segments are streams the hardware prefetchers follow, and a
  * prefetch per line of each row (one per vector on AVX-512) took load slots the loads of B
@@ -607,11 +607,16 @@ static inline void QKV_FN(gemv_store)(float *y, size_t w, vf acc, float alpha, f
  * MiB) 217 -> 197 us there, but Zen 4 measured it slower (above), so B of L3 size keeps
  * 1024. */
 enum { GEMV_NS_COLS = 1024, GEMV_NS_COLS_LONG = 4096 };
+/* GEMV_NS_ROWS (optional, ISA file; at least 4): rows of B per pass over the partial sums
+   (each pass loads and stores the chunk's sums once) */
+#ifndef GEMV_NS_ROWS
+#define GEMV_NS_ROWS 4
+#endif
 
 static inline __attribute__((always_inline)) void QKV_FN(gemv_ns_rows)(const int R, size_t cols, const float *xs,
                                                                        const float *b, size_t ldb, float *acc)
 {
-    vf xv[4];
+    vf xv[GEMV_NS_ROWS];
     GEMM_UNROLL
     for (int r = 0; r < R; r++)
         xv[r] = vf_set1(xs[r]);
@@ -633,7 +638,7 @@ static inline __attribute__((always_inline)) void QKV_FN(gemv_ns_rows)(const int
 }
 
 /* n of NV vectors at most (the last one w lanes wide): the sums stay in registers over all
-   of k instead of going through the L1 buffer every four rows. With few columns the
+   of k instead of going through the L1 buffer every GEMV_NS_ROWS rows. With few columns the
    buffer's store-to-load round trip, on top of four dependent FMAs per vector, set the
    pace. Each column's FMAs are gemv_ns_rows's, in the same order, so are the bits. Intel
    Xeon, bench_gemm 1 x 64 x 4096 (B of 1 MiB, from L2), medians of 3 alternated rounds:
@@ -685,9 +690,17 @@ static void QKV_FN(gemv_ns)(size_t n, size_t k, float alpha, const float *x, siz
         for (size_t j = 0; j < cols; j++)
             acc[j] = 0.0f;
         size_t p = 0;
-        for (; p + 4 <= k; p += 4) {
+        for (; p + GEMV_NS_ROWS <= k; p += GEMV_NS_ROWS) {
+            float xs[GEMV_NS_ROWS];
+            GEMM_UNROLL
+            for (int r = 0; r < GEMV_NS_ROWS; r++)
+                xs[r] = x[(p + (size_t)r) * incx];
+            QKV_FN(gemv_ns_rows)(GEMV_NS_ROWS, cols, xs, b + p * ldb + j0, ldb, acc);
+        }
+        if (GEMV_NS_ROWS > 4 && p + 4 <= k) { /* the rest: four rows, then one at a time */
             const float xs[4] = {x[p * incx], x[(p + 1) * incx], x[(p + 2) * incx], x[(p + 3) * incx]};
             QKV_FN(gemv_ns_rows)(4, cols, xs, b + p * ldb + j0, ldb, acc);
+            p += 4;
         }
         for (; p < k; p++)
             QKV_FN(gemv_ns_rows)(1, cols, x + p * incx, b + p * ldb + j0, ldb, acc);
