@@ -15,8 +15,8 @@ measured) and ratio = that peer's time / libqkv time (> 1: libqkv is faster).
 
 Several input files (one per benchmark program) can be merged into one with --output. With
 --medians, the files are runs of the same benchmarks (a baseline recorded from several quick
-runs, README): the output holds one entry per benchmark, the median of its entries in all
-the files, and each fma_peak_gflops_<isa> of the context is the median of the files' peaks.
+runs, README): the output holds one entry per benchmark, the median over the files of each
+file's median, and each fma_peak_gflops_<isa> of the context is the median of the files'.
 """
 import argparse
 import json
@@ -210,26 +210,25 @@ def table(rows, isas):
 
 
 def median_runs(data, paths):
-    """data (load(paths)) as one run: per benchmark one 'median' aggregate entry (medians()
-    over every file's entries, repetitions = how many there were), and the context's FMA
-    peaks the medians of the files' own."""
-    counts = {}
-    for b in data["benchmarks"]:
-        if not b.get("error_occurred") and b.get("run_type") != "aggregate":
-            name = b.get("run_name", b["name"])
-            counts[name] = counts.get(name, 0) + 1
-    benchmarks = []
-    for name, entry in medians(data["benchmarks"]).items():
-        entry = dict(entry, name=name + "_median", run_name=name, run_type="aggregate", aggregate_name="median")
-        entry["repetitions"] = counts.get(name, entry.get("repetitions", 1))
-        entry.pop("repetition_index", None)
-        benchmarks.append(entry)
-    peaks = {}
+    """The runs in paths (load(paths) is data) as one run: per benchmark one 'median'
+    aggregate entry, the per-field median over the files of each file's own median
+    (medians(): its median aggregate, or the median of its repetitions), repetitions = the
+    number of files that have it; and the context's FMA peaks the medians of the files'."""
+    per_file, peaks = [], {}
     for path in paths:
         if os.path.exists(path) and os.path.getsize(path) > 0:
             with open(path) as f:
-                for isa, peak in fma_peaks(json.load(f).get("context", {})).items():
-                    peaks.setdefault(isa, []).append(peak)
+                run = json.load(f)
+            per_file.append(medians(run.get("benchmarks", [])))
+            for isa, peak in fma_peaks(run.get("context", {})).items():
+                peaks.setdefault(isa, []).append(peak)
+    benchmarks = []
+    for name in dict.fromkeys(n for m in per_file for n in m):
+        entries = [dict(m[name], run_type="iteration") for m in per_file if name in m]
+        entry = dict(medians(entries)[name], name=name + "_median", run_name=name, run_type="aggregate",
+                     aggregate_name="median", repetitions=len(entries))
+        entry.pop("repetition_index", None)
+        benchmarks.append(entry)
     context = dict(data["context"])
     context.update({PEAK_PREFIX + isa: f"{statistics.median(v):.2f}" for isa, v in peaks.items()})
     return {"context": context, "benchmarks": benchmarks}

@@ -198,6 +198,15 @@ def main():
               "reach the baseline), the median peak", p.stdout + p.stderr + json.dumps(doc)[:2000])
         rc, out = run(merged, write(d, "after.json", base_times), "--threshold", "0.2")
         check(rc == 0 and "in 4 libqkv benchmarks" in out, "... and bench_compare reads it as a baseline", out)
+        r4 = write(d, "r4.json", base_times, reps=3, outlier=50.0)  # dot/avx2/4096: one repetition 50x
+        p = subprocess.run([sys.executable, summary, r4, r1, r3, "--medians", "-o", merged], capture_output=True,
+                           text=True)
+        with open(merged) as f:
+            entries = {b["run_name"]: b for b in json.load(f)["benchmarks"]}
+        check(p.returncode == 0 and entries["dot/avx2/4096"]["cpu_time"] == base_times["dot/avx2/4096"]
+              and entries["exp/avx2/4096"]["cpu_time"] == base_times["exp/avx2/4096"] * 1.1,
+              "... over each file's own median (a run of 3 repetitions, one of them 50x, counts as one run)",
+              p.stdout + p.stderr + json.dumps(entries)[:2000])
 
         extra = dict(base_times)
         extra["sdpa/avx2/1024x64"] = 1e6

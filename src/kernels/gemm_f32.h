@@ -588,8 +588,8 @@ static inline void QKV_FN(gemv_store)(float *y, size_t w, vf acc, float alpha, f
  * of many MiB is read in 512-byte pieces spread over all of its pages, and neither the
  * hardware prefetcher nor the TLB keeps up. gemv_ns reads B row by row instead: columns in
  * chunks of GEMV_NS_COLS, GEMV_NS_ROWS rows at a time, each row a contiguous segment of the
- * chunk, the partial sums of the chunk in an L1 buffer. Each y[j] is one chain of FMAs over p in
- * order, then alpha and beta: the same in every chunking of the columns.
+ * chunk, the partial sums of the chunk in an L1 buffer. Each y[j] is one chain of FMAs over
+ * p in order, then alpha and beta: the same in every chunking of the columns.
  * No software prefetch: the row segments are streams the hardware prefetchers follow, and a
  * prefetch per line of each row (one per vector on AVX-512) took load slots the loads of B
  * need. On Zen 4, interleaved in one process, medians, a prefetch 8 rows ahead against none:
