@@ -158,6 +158,8 @@ typedef struct qkv_gemm_kernels {
                              many NR-wide B panels on (0: never; gemm/driver.c) */
     size_t b_in_place_rows; /* the GEMM driver reads a row-major B in place, unpacked, up to
                                this many rows of C (0: never; gemm/driver.c) */
+    size_t b_in_place_narrow_rows; /* the same in the driver's narrow order (op(B) packed whole
+                                      up front otherwise), where it may reach further */
     size_t vl;         /* float lanes of a vector (attn_update takes columns in multiples of it) */
     size_t mc, kc, nc; /* cache blocking when the caches cannot be read */
 } qkv_gemm_kernels;

@@ -174,9 +174,10 @@ static void test_shapes(const qkv_gemm_kernels *g)
     run_shape(1100, 17, 2000, &counter);
     run_shape(513, 2 * NR + 1, 4100, &counter);
     /* B read in place where the table does (AVX-512: m at most its b_in_place_rows, ldb at
-       most 1024, gemm/driver.c), packed elsewhere: the narrow order and the blocked one (A
-       in place, 8 B panels and more), edge tiles both ways, several k blocks and beta,
-       with ldb just above n, at the limit, and one float past it (B packed) */
+       most 1024, gemm/driver.c; AVX2: the same in the narrow order only), packed elsewhere:
+       the narrow order and the blocked one (A in place, 8 B panels and more), edge tiles both
+       ways, several k blocks and beta, with ldb just above n, at the limit, and one float
+       past it (B packed) */
     const size_t in_place_n[] = {2 * NR + 5, 8 * NR + 5};
     for (size_t i = 0; i < 2; i++) {
         const size_t n_ip = in_place_n[i], ldbs[] = {n_ip + 3, 1024, 1025};

@@ -189,10 +189,14 @@ static blocking plan_in_place(const qkv_gemm_kernels *g, qkv_trans ta, size_t ld
  * With more rows the copy pays: 200 x 64 x 1024 1.05x / 1.00x, 256 x 128 x 256 0.95-1.00x,
  * 1024 x 64 x 1024 0.98x, 192 x 128 x 512 1.02x / 0.94x. The packed-A order (n of 16 B
  * panels or more) keeps packing B: its items stream the B block once per row panel. The
- * AVX2 6 x 16 tile (a line of B per k step, not two) gained less and lost some in the
+ * AVX2 6 x 16 tile (a line of B per k step, not two) gained less there and lost some in the
  * narrow order: 64 x 64 x 1024 1.07x / 1.08x, 96 x 96 x 1024 1.01x, 120 x 64 x 4096
  * 0.95-1.04x / 1.03x, 128 x 128 x 512 1.01x / 0.89x, 200 x 64 x 1024 0.99x, 384 x 96 x 512
- * 0.93x; it keeps packing, as do the tiles not measured (NEON).
+ * 0.93x. On an AMD EPYC Zen 3 (the AVX2-only CPU that table serves; 32 KiB L1d, 512 KiB L2)
+ * the narrow order gains and the blocked one loses, so that table reads B in place in the
+ * narrow order only (b_in_place_narrow_rows; kernels/avx2.c has the figures): blocked, A in
+ * place, 128 x 1024 x 64 0.65x (rows of B 4 KiB apart), 128 x 512 x 512 0.95x. The tiles
+ * not measured (NEON, the AVX2 4 x 24) keep packing.
  * k is never split, and every C element sees the same microkernel calls in the same pc
  * order whatever task runs its item or region, so the result does not depend on the
  * thread count.
@@ -317,12 +321,14 @@ static int narrow_own_ok(const qkv_gemm_kernels *g, qkv_trans ta, size_t m, size
            !qkv_from_memory(m, k);
 }
 
-/* the plan p reads B in place (see above): few rows (the table's b_in_place_rows), a
-   row-major B with rows at most B_IN_PLACE_LDB floats apart, and rows of A read in place
-   (a_group == 0: not the packed-A order, A not transposed), so no workspace at all */
+/* the plan p reads B in place (see above): few rows (the table's b_in_place_rows, in the
+   narrow order its b_in_place_narrow_rows), a row-major B with rows at most B_IN_PLACE_LDB
+   floats apart, and rows of A read in place (a_group == 0: not the packed-A order, A not
+   transposed), so no workspace at all */
 static int b_in_place_ok(const qkv_gemm_kernels *g, qkv_trans tb, size_t m, size_t ldb, const gemm_plan *p)
 {
-    return tb == QKV_NOTRANS && p->a_group == 0 && m <= g->b_in_place_rows && ldb <= B_IN_PLACE_LDB;
+    const size_t rows = p->narrow ? g->b_in_place_narrow_rows : g->b_in_place_rows;
+    return tb == QKV_NOTRANS && p->a_group == 0 && m <= rows && ldb <= B_IN_PLACE_LDB;
 }
 
 /* the m rows cut into about n_ic equal blocks of whole MR-row panels (256 rows into 2: 132 +

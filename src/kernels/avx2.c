@@ -40,6 +40,21 @@
    300^3, 512^3, 1000^3 and 1000 x 500 x 500 1.01x, 2048^3 level; sdpa 1024 x 64 and 2048 x
    64 ran 5-7% slower with it, bench_ab). */
 #define GEMM_PACK_A_PANELS 60
+/* B read in place, not packed, in the driver's narrow order (n within 128, op(B) otherwise
+   packed whole up front) up to 128 rows of C (gemm/driver.c), as the AVX-512 table does in
+   both orders: AMD EPYC Zen 3 (32 KiB L1d, 512 KiB L2), the two builds in one process, calls
+   alternated, 21 rounds, median of paired ratios against packing, one thread / two: 96 x 96
+   x 1024 1.07x / 1.25x, 64 x 64 x 1024 1.09x / 1.21x, 120 x 64 x 4096 1.01x / 1.09x, 128 x
+   128 x 512 1.03x / 1.26x. In the blocked order (A in place) it lost there: 128 x 1024 x 64
+   0.65x / 0.67x (rows of B 4 KiB apart), 128 x 512 x 512 0.95x / 0.94x, 96 x 384 x 768
+   0.98x / 0.96x, 64 x 512 x 512 1.00x / 0.96x; 100 x 300 x 1000, 128 x 256 x 256, 64 x 256
+   x 1024 and 32 x 4096 x 4096 0.97-1.01x. So the blocked order keeps packing B. The
+   two-thread ratios in one process overstate it (the other build's pool spins 0.1 ms after
+   its calls, and packing has one more phase to wait in): scripts/bench_ab.sh, separate
+   processes, 5 rounds x 3, bench_threads 96 x 96 x 1024 241 -> 231 us (-4.1%, p 0.02) on one
+   thread, 152 -> 147 us (-3.3%, p 0.43) on two. Not measured on Zen 1, whose narrow
+   problems also run this tile. */
+#define GEMM_B_IN_PLACE_NARROW_ROWS 128
 #define GEMM_PF_B_ROWS 8
 #define GEMM_PF_B_ROW_ONLY 1
 /* the k loop unrolled 4 steps a trip (kernels/avx512.c says why): with the packed-A

@@ -9,6 +9,8 @@
  *                  (kernels.h, gemm/driver.c); 0 (the default) keeps A in place
  *   GEMM_B_IN_PLACE_ROWS optional: the driver reads a row-major B in place up to this
  *                  many rows of C (kernels.h, gemm/driver.c); 0 (the default): never
+ *   GEMM_B_IN_PLACE_NARROW_ROWS optional: the same in the driver's narrow order (default:
+ *                  GEMM_B_IN_PLACE_ROWS)
  *   GEMM_PF_B_ROWS optional: software prefetch of B this many k steps ahead (0: none)
  *   GEMM_PF_B_ROW_ONLY optional: 1 asks for that prefetch in ukernel_row alone (the
  *                  packed-A order, where B streams from L2), not in ukernel and ukernel_col
@@ -34,6 +36,9 @@
 #endif
 #ifndef GEMM_B_IN_PLACE_ROWS
 #define GEMM_B_IN_PLACE_ROWS 0
+#endif
+#ifndef GEMM_B_IN_PLACE_NARROW_ROWS
+#define GEMM_B_IN_PLACE_NARROW_ROWS GEMM_B_IN_PLACE_ROWS
 #endif
 /* rows of B ahead that the full tile asks for, a line at a time, each k step (to L1; a hint:
    computed in integers, it may point past B); 0: none, the hardware prefetchers alone */
@@ -872,7 +877,7 @@ const qkv_gemm_kernels QKV_FN(qkv_gemm) = {
     QKV_FN(gemm_ukernel_col), QKV_FN(gemv_t), QKV_FN(gemv_n), QKV_FN(gemv_ns), QKV_FN(gemv_t_multi),
     QKV_FN(gemv_n_multi), {QKV_FN(gemv_t_multi_f16), QKV_FN(gemv_t_multi_bf16)},
     {QKV_FN(gemv_n_multi_f16), QKV_FN(gemv_n_multi_bf16)}, GEMM_MR, GEMM_NR, GEMM_PACK_A_PANELS, GEMM_B_IN_PLACE_ROWS,
-    VL, GEMM_MC, GEMM_KC, GEMM_NC,
+    GEMM_B_IN_PLACE_NARROW_ROWS, VL, GEMM_MC, GEMM_KC, GEMM_NC,
 };
 
 _Static_assert(GEMM_MC % GEMM_MR == 0 && GEMM_NC % GEMM_NR == 0, "blocking must hold whole micropanels");
