@@ -74,7 +74,9 @@
    1.08x, 1x4096x1024 1.09x / 1.10x, 1x3072x768 1.03x / 1.06x, 1x4096x4096 1.02x / 1.02x,
    1x4096x256 1.02x / 1.04x, 1x1024x1024 0.99x / 1.06-1.08x, 1x1000x999 0.98x / 1.06x,
    1x512x512 and 1x256x1024 0.99-1.03x. 8 rows: 1x1024x1024 0.97x / 0.90x (likely because
-   8 rows 4 KiB apart fall into one 8-way L1 set; not measured, no PMU there). Each y[j]
-   stays one chain of FMAs in p order. */
+   8 rows 4 KiB apart fall into one 8-way L1 set; not measured, no PMU there). In separate
+   processes (scripts/bench_ab.sh, 5 rounds x 3) the same direction, none significant:
+   1x4096x4096 2.99 -> 2.72 ms / 2.10 -> 2.02 ms, 1x1024x1024 71.9 -> 73.0 us / 53.6 -> 50.1
+   us. Each y[j] stays one chain of FMAs in p order. */
 #define GEMV_NS_ROWS 6
 #include "kernels/instantiate.h"
