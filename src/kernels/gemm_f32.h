@@ -612,16 +612,17 @@ static inline void QKV_FN(gemv_store)(float *y, size_t w, vf acc, float alpha, f
  * MiB) 217 -> 197 us there, but Zen 4 measured it slower (above), so B of L3 size keeps
  * 1024. */
 enum { GEMV_NS_COLS = 1024, GEMV_NS_COLS_LONG = 4096 };
-/* GEMV_NS_ROWS (optional, ISA file; at least 4): rows of B per pass over the partial sums
+/* GEMV_NS_ROWS (optional, ISA file; at least 1): rows of B per pass over the partial sums
    (each pass loads and stores the chunk's sums once) */
 #ifndef GEMV_NS_ROWS
 #define GEMV_NS_ROWS 4
 #endif
+#define GEMV_NS_ROWS_MAX (GEMV_NS_ROWS > 4 ? GEMV_NS_ROWS : 4) /* the most rows of one step */
 
 static inline __attribute__((always_inline)) void QKV_FN(gemv_ns_rows)(const int R, size_t cols, const float *xs,
                                                                        const float *b, size_t ldb, float *acc)
 {
-    vf xv[GEMV_NS_ROWS];
+    vf xv[GEMV_NS_ROWS_MAX];
     GEMM_UNROLL
     for (int r = 0; r < R; r++)
         xv[r] = vf_set1(xs[r]);
@@ -640,6 +641,18 @@ static inline __attribute__((always_inline)) void QKV_FN(gemv_ns_rows)(const int
             a = vf_fma(xv[r], vf_load_n(b + r * ldb + j, cols - j, 0.0f), a);
         vf_store_n(acc + j, cols - j, a);
     }
+}
+
+/* R rows of B from row p: gathers their R values of x (incx apart) for gemv_ns_rows */
+static inline __attribute__((always_inline)) void QKV_FN(gemv_ns_step)(const int R, size_t p, size_t cols,
+                                                                       const float *x, size_t incx, const float *b,
+                                                                       size_t ldb, float *acc)
+{
+    float xs[GEMV_NS_ROWS_MAX];
+    GEMM_UNROLL
+    for (int r = 0; r < R; r++)
+        xs[r] = x[(p + (size_t)r) * incx];
+    QKV_FN(gemv_ns_rows)(R, cols, xs, b + p * ldb, ldb, acc);
 }
 
 /* n of NV vectors at most (the last one w lanes wide): the sums stay in registers over all
@@ -695,20 +708,14 @@ static void QKV_FN(gemv_ns)(size_t n, size_t k, float alpha, const float *x, siz
         for (size_t j = 0; j < cols; j++)
             acc[j] = 0.0f;
         size_t p = 0;
-        for (; p + GEMV_NS_ROWS <= k; p += GEMV_NS_ROWS) {
-            float xs[GEMV_NS_ROWS];
-            GEMM_UNROLL
-            for (int r = 0; r < GEMV_NS_ROWS; r++)
-                xs[r] = x[(p + (size_t)r) * incx];
-            QKV_FN(gemv_ns_rows)(GEMV_NS_ROWS, cols, xs, b + p * ldb + j0, ldb, acc);
-        }
+        for (; p + GEMV_NS_ROWS <= k; p += GEMV_NS_ROWS)
+            QKV_FN(gemv_ns_step)(GEMV_NS_ROWS, p, cols, x, incx, b + j0, ldb, acc);
         if (GEMV_NS_ROWS > 4 && p + 4 <= k) { /* the rest: four rows, then one at a time */
-            const float xs[4] = {x[p * incx], x[(p + 1) * incx], x[(p + 2) * incx], x[(p + 3) * incx]};
-            QKV_FN(gemv_ns_rows)(4, cols, xs, b + p * ldb + j0, ldb, acc);
+            QKV_FN(gemv_ns_step)(4, p, cols, x, incx, b + j0, ldb, acc);
             p += 4;
         }
         for (; p < k; p++)
-            QKV_FN(gemv_ns_rows)(1, cols, x + p * incx, b + p * ldb + j0, ldb, acc);
+            QKV_FN(gemv_ns_step)(1, p, cols, x, incx, b + j0, ldb, acc);
         size_t j = 0;
         for (; j + VL <= cols; j += VL)
             QKV_FN(gemv_store)(y + j0 + j, VL, vf_load(acc + j), alpha, beta);
