@@ -41,23 +41,34 @@ def time_ns(entry):
     return float(entry[key]) * TO_NS[entry.get("time_unit", "ns")]
 
 
-def load(paths):
-    """Merged {"context", "benchmarks"}; the context of the first file, plus every file's
-    fma_peak_* entries (each program measures the peak itself)."""
-    merged = {"context": {}, "benchmarks": []}
+def read_runs(paths):
+    """(path, run) for each file in paths that holds a run, in order; the others are
+    reported and skipped."""
     for path in paths:
         # Google Benchmark leaves an empty file when --benchmark_filter matched nothing
         if not os.path.exists(path) or os.path.getsize(path) == 0:
             print(f"bench_summary: {path}: no results", file=sys.stderr)
             continue
         with open(path) as f:
-            data = json.load(f)
+            yield path, json.load(f)
+
+
+def merge(runs):
+    """Merged {"context", "benchmarks"} of runs ((path, run) pairs): the context of the
+    first run, plus every run's fma_peak_* entries (each program measures the peak itself)."""
+    merged = {"context": {}, "benchmarks": []}
+    for _, data in runs:
         ctx = data.get("context", {})
         if not merged["context"]:
             merged["context"] = dict(ctx)
         merged["context"].update({k: v for k, v in ctx.items() if k.startswith(PEAK_PREFIX)})
         merged["benchmarks"].extend(data.get("benchmarks", []))
     return merged
+
+
+def load(paths):
+    """The runs in the files paths merged (merge())."""
+    return merge(read_runs(paths))
 
 
 def medians(benchmarks):
@@ -209,19 +220,17 @@ def table(rows, isas):
     return "\n".join(out)
 
 
-def median_runs(data, paths):
-    """The runs in paths (load(paths) is data) as one run: per benchmark one 'median'
-    aggregate entry, the per-field median over the files of each file's own median
+def median_runs(runs):
+    """runs ((path, run) pairs, read_runs()) as one run: per benchmark one 'median'
+    aggregate entry, the per-field median over the runs of each run's own median
     (medians(): its median aggregate, or the median of its repetitions), repetitions = the
-    number of files that have it; and the context's FMA peaks the medians of the files'."""
+    number of runs that have it; the context merge()'s, with the FMA peaks the medians of
+    the runs'."""
     per_file, peaks = [], {}
-    for path in paths:
-        if os.path.exists(path) and os.path.getsize(path) > 0:
-            with open(path) as f:
-                run = json.load(f)
-            per_file.append(medians(run.get("benchmarks", [])))
-            for isa, peak in fma_peaks(run.get("context", {})).items():
-                peaks.setdefault(isa, []).append(peak)
+    for _, run in runs:
+        per_file.append(medians(run.get("benchmarks", [])))
+        for isa, peak in fma_peaks(run.get("context", {})).items():
+            peaks.setdefault(isa, []).append(peak)
     benchmarks = []
     for name in dict.fromkeys(n for m in per_file for n in m):
         entries = [dict(m[name], run_type="iteration") for m in per_file if name in m]
@@ -229,7 +238,7 @@ def median_runs(data, paths):
                      aggregate_name="median", repetitions=len(entries))
         entry.pop("repetition_index", None)
         benchmarks.append(entry)
-    context = dict(data["context"])
+    context = merge(runs)["context"]
     context.update({PEAK_PREFIX + isa: f"{statistics.median(v):.2f}" for isa, v in peaks.items()})
     return {"context": context, "benchmarks": benchmarks}
 
@@ -243,9 +252,10 @@ def main():
                          "benchmark and the median of the runs' FMA peaks")
     args = ap.parse_args()
 
-    data = load(args.files)
+    runs = list(read_runs(args.files))
+    data = merge(runs)
     if args.output:
-        out = median_runs(data, args.files) if args.medians else data
+        out = median_runs(runs) if args.medians else data
         with open(args.output, "w") as f:
             json.dump(out, f, indent=None if args.medians else 2)
     rows = [r for r in (parse(n, e) for n, e in medians(data["benchmarks"]).items()) if r]
