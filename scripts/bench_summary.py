@@ -226,6 +226,7 @@ def median_runs(runs):
     (medians(): its median aggregate, or the median of its repetitions), repetitions = the
     number of runs that have it; the context merge()'s, with the FMA peaks the medians of
     the runs'."""
+    runs = list(runs)  # read twice: here and by merge()
     per_file, peaks = [], {}
     for _, run in runs:
         per_file.append(medians(run.get("benchmarks", [])))
