@@ -133,6 +133,11 @@ static void test_shapes(const qkv_gemm_kernels *g)
     run_shape(160, 160, 160, &counter);
     run_shape(161, 160, 160, &counter);
     run_shape(5 * MR + 1, 16 * NR + 5, 170, &counter);
+    /* its last two row tiles cut in halves (sup_rows): MR + MR / 2 rows (two tiles), 2 MR + 2
+       (a full tile, then two), and one row past the range (MR, then the rest) */
+    run_shape(MR + MR / 2 + (MR == 1), 2 * NR + 3, 40, &counter);
+    run_shape(2 * MR + 2, NR + 1, 300, &counter);
+    run_shape(MR + MR / 2 + 1, 3 * NR - 1, 33, &counter);
     /* the two orders of the blocked path (gemm/driver.c): A in place below the table's
        pack_a_panels B panels, and at them (with m of at most 32 row panels: in place as
        well since the in-place order splits rows; the bounds in m below), and the packed
