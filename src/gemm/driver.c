@@ -1038,10 +1038,12 @@ static size_t small_cols(const qkv_gemm_kernels *g, size_t m, size_t n, size_t k
 }
 
 /* Rows of the next tile with `left` rows of C to go: MR, except where the last two tiles
-   would be MR rows and a few (MR + 1 to MR + MR / 2 left): two halves instead. A tile of r
-   rows takes about max(r, 4) cycles a k step on AVX2 (2 r FMAs on 2 pipes, each of its 2 r
-   chains waiting 4 cycles for the last), so 6 + 2 rows cost 6 + 4 and 4 + 4 rows 4 + 4: 128 =
-   20 x 6 + 4 + 4 rows take 128 cycles a step where 21 x 6 + 2 took 130. Each element of C
+   would be MR rows and a few (MR + 1 to MR + MR / 2 left): two halves instead. A k step of
+   a tile of r rows takes about max(r, 4) cycles on AVX2 6 x 16: its 2 r FMAs take r cycles
+   on 2 pipes, and each of its 2 r chains takes one FMA a step, 4 cycles of latency. So 6 + 2
+   rows cost 6 + 4 and 4 + 4 rows 4 + 4: 128 = 20 x 6 + 4 + 4 rows take 128 cycles a step
+   where 21 x 6 + 2 took 130. The other tiles have the same floor (latency) under a cost
+   that grows with r, so the halves never cost more there either. Each element of C
    is the same FMA chain in any tile height, so the bits do not change (checked against the
    former cut on 1080 shapes, m from 2 to 159, AVX2 and scalar). AMD EPYC Zen 3, one thread,
    the two builds in one process, calls alternated, medians of paired ratios [quartiles]:
